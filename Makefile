@@ -1,0 +1,61 @@
+# mpiopt — top-level entry points. `make run` and `make test` work on a fresh Debian 12 machine as
+# root: they install what is missing, build for every MPI flavour found, then run.
+SHELL      := /bin/bash
+FLAVOURS   ?= $(foreach f,openmpi mpich,$(if $(shell command -v mpicc.$(f) 2>/dev/null),$(f)))
+VENV       := .venv
+PY         := $(VENV)/bin/python
+APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
+              libsimgrid-dev simgrid python3 python3-venv python3-dev util-linux
+BUILD_TYPE ?= Release
+
+.PHONY: all deps venv build run test test-c test-py vec-report clean
+
+all: build
+
+# Debian packages: only those not yet installed, so a prepared machine does no apt work at all.
+deps:
+	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "error: need root to install: $$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+$(VENV)/.stamp: python/pyproject.toml
+	@command -v python3 >/dev/null || $(MAKE) deps
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e 'python[test]'
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# One build tree per MPI flavour: Open MPI and MPICH have different ABIs. flock keeps parallel
+# invocations (several terminals, or test runners) from racing in one tree.
+build: deps
+	@test -n "$(FLAVOURS)" || { echo "error: no MPI found (mpicc.openmpi / mpicc.mpich)" >&2; exit 1; }
+	@mkdir -p build
+	@for f in $(FLAVOURS); do \
+	  flock build/.lock-$$f sh -c "cmake -S . -B build/$$f -DMPI_FLAVOUR=$$f -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	      -DCMAKE_C_COMPILER=mpicc.$$f -DCMAKE_Fortran_COMPILER=mpif90.$$f > build/$$f.configure.log 2>&1 \
+	    && cmake --build build/$$f -j2 > build/$$f.build.log 2>&1" \
+	    || { cat build/$$f.configure.log build/$$f.build.log 2>/dev/null | tail -50; exit 1; }; \
+	  echo "built build/$$f/lib/libmpiopt.so"; \
+	done
+
+run: build venv
+	$(VENV)/bin/mpiopt bench
+
+test-c: build
+	@for f in $(FLAVOURS); do (cd build/$$f && ctest --output-on-failure) || exit 1; done
+
+test-py: build venv
+	$(PY) -m pytest -q tests/python
+
+test: test-c test-py
+
+vec-report: build venv
+	$(VENV)/bin/mpiopt vec-report
+
+clean:
+	rm -rf build results

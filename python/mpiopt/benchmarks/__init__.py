@@ -1,0 +1,5 @@
+"""Benchmarks run by `mpiopt bench NAME`, one module each.
+
+A module defines NAME, HELP, IN_REPORT (whether the bare `mpiopt bench` runs it as part of the
+main report), `add_arguments(parser)` and `run(args) -> int`. `args` always has `json` (print
+JSON instead of tables) and `results` (the directory for tables and plots)."""

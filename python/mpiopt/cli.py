@@ -1,0 +1,50 @@
+"""The `mpiopt` command line: subcommands are the modules of mpiopt.commands."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from . import __version__, commands
+
+
+class UsageError(Exception):
+    """A bad argument or input file: reported as `mpiopt: error: …` with exit status 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mpiopt",
+        description="Fast MPI reductions and collectives: benchmarks, tuning, simulation, "
+        "rank placement and source transformation.",
+        epilog="Example: mpiopt bench          (the kernel and allreduce report against the vendor MPI)\n"
+        "Run 'mpiopt COMMAND --help' for a command's options and an example.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mpiopt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"mpiopt: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

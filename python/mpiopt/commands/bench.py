@@ -1,0 +1,56 @@
+"""`mpiopt bench [NAME]`: benchmarks against the vendor MPI (modules of mpiopt.benchmarks)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+
+from .. import benchmarks
+
+EXAMPLE = """examples:
+  mpiopt bench                     the main report: every benchmark marked for it, default settings
+  mpiopt bench kernels --json      one benchmark, JSON for scripts
+"""
+
+
+def _modules():
+    mods = []
+    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
+        mod = importlib.import_module(f"{benchmarks.__name__}.{info.name}")
+        if hasattr(mod, "NAME") and hasattr(mod, "run"):
+            mods.append(mod)
+    return mods
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--results", default="results", help="directory for tables and plots (default: results)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="benchmarks against the vendor MPI",
+                       description="Benchmarks against the vendor MPI. Without a NAME, runs the main "
+                       "report (what `make run` shows).",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _common(p)
+    bsub = p.add_subparsers(dest="bench_name", metavar="NAME")
+    parsers = {}
+    for mod in _modules():
+        bp = bsub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP,
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             epilog=getattr(mod, "EXAMPLE", None))
+        _common(bp)
+        mod.add_arguments(bp)
+        bp.set_defaults(func=mod.run)
+        parsers[mod.NAME] = bp
+
+    def run_report(args) -> int:
+        status = 0
+        for mod in _modules():
+            if getattr(mod, "IN_REPORT", False):
+                sub_args = parsers[mod.NAME].parse_args([])
+                sub_args.json, sub_args.results = args.json, args.results
+                status = max(status, int(mod.run(sub_args) or 0))
+        return status
+
+    p.set_defaults(func=run_report)

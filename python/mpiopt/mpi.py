@@ -1,0 +1,91 @@
+"""Where mpiopt's builds are, which MPI flavours exist, and how to launch with each.
+
+Every command that runs MPI programs goes through here, so launcher quirks (Open MPI's refusal
+to run as root, oversubscription, MPICH's Hydra) are handled once."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+FLAVOURS = ("openmpi", "mpich")
+
+
+def repo_root() -> Path:
+    """The source tree (this package is installed editable from python/)."""
+    env = os.environ.get("MPIOPT_HOME")
+    return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+def build_dir(flavour: str) -> Path:
+    return repo_root() / "build" / flavour
+
+
+def library(flavour: str) -> Path:
+    return build_dir(flavour) / "lib" / "libmpiopt.so"
+
+
+def binary(flavour: str, name: str) -> Path:
+    return build_dir(flavour) / "bin" / name
+
+
+def available_flavours() -> list[str]:
+    """Flavours whose mpicc and launcher are installed."""
+    return [f for f in FLAVOURS if shutil.which(f"mpicc.{f}") and shutil.which(f"mpirun.{f}")]
+
+
+def built_flavours() -> list[str]:
+    return [f for f in available_flavours() if library(f).exists()]
+
+
+def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: bool = False) -> list[str]:
+    """The command prefix that starts `np` ranks with `flavour`'s launcher on this machine."""
+    if flavour == "openmpi":
+        cmd = ["mpirun.openmpi", "--oversubscribe", "-np", str(np)]
+        if os.geteuid() == 0:
+            cmd.insert(1, "--allow-run-as-root")
+        if bind_none:
+            cmd[1:1] = ["--bind-to", "none"]
+    elif flavour == "mpich":
+        cmd = ["mpirun.mpich", "-np", str(np)]
+        if bind_none:
+            cmd[1:1] = ["-bind-to", "none"]
+    else:
+        raise ValueError(f"unknown MPI flavour {flavour!r} (expected one of {', '.join(FLAVOURS)})")
+    return cmd + list(extra or [])
+
+
+def launch_env(flavour: str, preload: bool = False, env: dict | None = None) -> dict:
+    """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt."""
+    out = dict(os.environ if env is None else env)
+    if flavour == "openmpi":
+        out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        # no network interfaces but loopback here: keep Open MPI from probing others
+        out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    if preload:
+        lib = str(library(flavour))
+        out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
+    return out
+
+
+def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: float | None = 600,
+        env: dict | None = None, launcher_args: list[str] | None = None,
+        bind_none: bool = False) -> subprocess.CompletedProcess:
+    """Runs an MPI program and captures its output (text)."""
+    cmd = launcher(flavour, np, launcher_args, bind_none=bind_none) + [str(a) for a in argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          env=launch_env(flavour, preload, env))
+
+
+def linked_flavour(executable: str | Path) -> str | None:
+    """Which MPI an executable (or a Python interpreter with mpi4py, via its extension) links."""
+    try:
+        out = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if "libmpich" in out:
+        return "mpich"
+    if "libmpi.so" in out or "libopen-" in out:
+        return "openmpi"
+    return None

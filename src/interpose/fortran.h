@@ -1,0 +1,24 @@
+/* Fortran entry points for LD_PRELOAD.
+ *
+ * Open MPI's and MPICH's mpif.h and `use mpi` bindings are plain functions named after the MPI
+ * call in gfortran's manglings (lower case with one or two trailing underscores, upper case,
+ * plain lower case); defining the same names in a preloaded library puts mpiopt in front of
+ * them. Handles arrive as MPI_Fint and are converted with PMPI_*_f2c. */
+#ifndef MPIOPT_INTERPOSE_FORTRAN_H
+#define MPIOPT_INTERPOSE_FORTRAN_H
+
+#include <mpi.h>
+
+/* Defines every mangling of LOWER/UPPER as a call to IMPL. */
+/* The pmpi_* names are left alone: they belong to the vendor, for tools layered below mpiopt. */
+#define MPIOPT_FORTRAN_SYMBOLS(IMPL, PARAMS, ARGS, LOWER, UPPER) \
+    void LOWER##_ PARAMS { IMPL ARGS; }                          \
+    void LOWER##__ PARAMS { IMPL ARGS; }                         \
+    void LOWER PARAMS { IMPL ARGS; }                             \
+    void UPPER PARAMS { IMPL ARGS; }
+
+/* A Fortran buffer argument as C sees it: MPI_IN_PLACE and MPI_BOTTOM are Fortran variables
+ * whose addresses are the sentinels (different ones in each MPI), mapped here to the C values. */
+void *mpiopt_fortran_buffer(void *addr);
+
+#endif

@@ -1,0 +1,20 @@
+/* Finding the kernel for an MPI (datatype, op) pair: the bridge between MPI handles and the
+ * MPI-free kernel layer. Used by the local-reduction API and by the collective algorithms. */
+#ifndef MPIOPT_OP_KERNEL_H
+#define MPIOPT_OP_KERNEL_H
+
+#include <mpi.h>
+#include "kernels/kernels.h"
+
+typedef struct {
+    mpiopt_kernel2_fn k2;
+    mpiopt_kernel3_fn k3;
+    size_t elem_size;      /* bytes between consecutive elements (the datatype's extent) */
+} mpiopt_op_kernel;
+
+/* Fills *k and returns 1 if mpiopt has a kernel for this predefined (datatype, op) pair allowed
+ * by the MPI standard; returns 0 otherwise (user-defined ops or datatypes, an op not defined for
+ * the type, a type whose representation mpiopt does not know), leaving the call to the vendor. */
+int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k);
+
+#endif
