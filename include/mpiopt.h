@@ -45,6 +45,23 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm);
 
+/* ---- the cost model (src/coll/cost_model.c), shared by `auto` selection and `mpiopt model` ----
+ * Hockney/Rabenseifner model: a message of m bytes costs alpha + m*beta, reducing m bytes costs
+ * m*gamma. */
+typedef struct {
+    double alpha;   /* seconds per message (latency) */
+    double beta;    /* seconds per byte sent */
+    double gamma;   /* seconds per byte reduced */
+} mpiopt_cost_params;
+
+/* Predicted seconds for one MPI_Allreduce (is_reduce = 0) or MPI_Reduce (is_reduce = 1) of
+ * `bytes` bytes on p processes with the given algorithm; a negative value if the algorithm does
+ * not apply (e.g. a non-commutative op). Pure: needs no MPI_Init. */
+double mpiopt_cost_seconds(mpiopt_algorithm algorithm, int is_reduce, int p, double bytes,
+                           const mpiopt_cost_params *params);
+/* The name of an algorithm as in MPIOPT_ALLREDUCE ("auto", "vendor", "binomial", …). */
+const char *mpiopt_algorithm_name(mpiopt_algorithm algorithm);
+
 #ifdef __cplusplus
 }
 #endif
