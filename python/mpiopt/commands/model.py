@@ -1,0 +1,202 @@
+"""`mpiopt model`: the cost model's predicted time of every allreduce (or reduce) algorithm for
+any number of processes, and which one is fastest.
+
+The numbers come from libmpiopt's own `mpiopt_cost_seconds` (called through ctypes), the function
+`auto` selection uses: there is one cost model in the project, in C."""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+from pathlib import Path
+
+from .. import mpi
+from ..cli import UsageError
+from ..simulation import options, smpi
+
+MAX_RANKS = 65536
+
+EXAMPLE = """examples:
+  mpiopt model --ranks 128,1023 --sizes 8:8M --platform torus
+        predictions for the machine `mpiopt simulate --platform torus` simulates
+  mpiopt model --ranks 65536 --sizes 8,64K,16M --alpha 2e-6 --beta 1e-10 --gamma 2.5e-10
+  mpiopt model --ranks 4 --sizes 1M --tuning results/tuning-openmpi.json --json
+
+α: seconds per message, β: seconds per byte sent, γ: seconds per byte reduced.
+Without --alpha/--beta/--gamma or --tuning: the parameters of the simulated --platform (default
+cluster), where reductions cost nothing (γ = 0) because the simulator does not charge them.
+"""
+
+
+class _Params(ctypes.Structure):
+    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("gamma", ctypes.c_double)]
+
+
+class CostModel:
+    """libmpiopt's cost model, loaded from one of the MPI builds (it needs no MPI_Init)."""
+
+    def __init__(self, library: Path | None = None):
+        if library is None:
+            built = mpi.built_flavours()
+            if not built:
+                raise UsageError("libmpiopt is not built: run `make build` first")
+            library = mpi.library(built[0])
+        lib = ctypes.CDLL(str(library))
+        self._cost = lib.mpiopt_cost_seconds
+        self._cost.restype = ctypes.c_double
+        self._cost.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
+                               ctypes.POINTER(_Params)]
+        name = lib.mpiopt_algorithm_name
+        name.restype = ctypes.c_char_p
+        name.argtypes = [ctypes.c_int]
+        # the enum's names, in order, until the library says "unknown"
+        self.ids: dict[str, int] = {}
+        for i in range(64):
+            n = name(i).decode()
+            if n == "unknown":
+                break
+            self.ids[n] = i
+
+    @property
+    def algorithms(self) -> list[str]:
+        """mpiopt's own algorithms (not `auto`, which picks among them, nor the vendor's)."""
+        return [n for n in self.ids if n not in ("auto", "vendor")]
+
+    def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
+                gamma: float, reduce: bool = False) -> float | None:
+        """Predicted seconds; None where the algorithm does not apply."""
+        t = self._cost(self.ids[algorithm], int(reduce), ranks, float(nbytes),
+                       ctypes.byref(_Params(alpha, beta, gamma)))
+        return t if t >= 0 else None
+
+
+def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: float, beta: float,
+                gamma: float, reduce: bool = False) -> list[dict]:
+    """One record per (ranks, bytes, algorithm), as `mpiopt simulate` reports, with `fastest`
+    marking the algorithm(s) of least predicted time for that (ranks, bytes)."""
+    rows = []
+    for p in ranks:
+        for n in sizes:
+            group = []
+            for alg in model.algorithms:
+                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce)
+                if t is not None:
+                    group.append({"algorithm": alg, "ranks": p, "bytes": n, "seconds": t})
+            best = min(r["seconds"] for r in group)
+            for r in group:
+                r["fastest"] = math.isclose(r["seconds"], best, rel_tol=1e-12, abs_tol=0.0)
+            rows += group
+    return rows
+
+
+def _parameters(args, ranks: int) -> tuple[float, float, float, str]:
+    """α, β, γ and where they come from; on a simulated platform α depends on the job's size."""
+    given = [v is not None for v in (args.alpha, args.beta, args.gamma)]
+    if args.tuning and any(given):
+        raise UsageError("give either --tuning or --alpha/--beta/--gamma, not both")
+    if args.tuning:
+        try:
+            data = json.loads(Path(args.tuning).read_text())
+            m = data["model"]
+            a, b, g = (float(m[k]) for k in ("alpha", "beta", "gamma"))
+        except OSError as e:
+            raise UsageError(f"cannot read tuning file {args.tuning}: {e.strerror}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise UsageError(f"{args.tuning} is not a tuning file with a \"model\" of alpha, beta "
+                             f"and gamma ({e.__class__.__name__}: {e})")
+        source = f"tuning file {args.tuning}"
+    elif any(given):
+        if not all(given):
+            raise UsageError("--alpha, --beta and --gamma go together")
+        a, b, g = args.alpha, args.beta, args.gamma
+        source = "given"
+    else:
+        net = smpi.Network()
+        a = smpi.mean_latency(args.platform, ranks, 1, net)
+        b, g = 1.0 / net.link_bandwidth, 0.0
+        source = f"simulated {args.platform}, 1 rank per node"
+    for name, v in (("alpha", a), ("beta", b), ("gamma", g)):
+        if not (v >= 0 and math.isfinite(v)):
+            raise UsageError(f"{name} must be a finite number >= 0, not {v}")
+    return a, b, g, source
+
+
+def _size_label(n: int) -> str:
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def _print_table(console, rows: list[dict], algorithms: list[str], title: str) -> None:
+    from rich.table import Table
+
+    for p in sorted({r["ranks"] for r in rows}):
+        table = Table(title=f"{title}, p = {p} (µs; fastest in bold)")
+        table.add_column("bytes", justify="right")
+        for alg in algorithms:
+            table.add_column(alg.replace("_", "\n"), justify="right")
+        table.add_column("fastest")
+        for n in sorted({r["bytes"] for r in rows if r["ranks"] == p}):
+            by_alg = {r["algorithm"]: r for r in rows if r["ranks"] == p and r["bytes"] == n}
+            cells = []
+            for alg in algorithms:
+                r = by_alg.get(alg)
+                if r is None:
+                    cells.append("–")
+                else:
+                    text = f"{r['seconds'] * 1e6:.2f}"
+                    cells.append(f"[bold]{text}[/bold]" if r["fastest"] else text)
+            fastest = ", ".join(a for a in algorithms if a in by_alg and by_alg[a]["fastest"])
+            table.add_row(_size_label(n), *cells, fastest)
+        console.print(table)
+
+
+def run(args) -> int:
+    try:
+        args.ranks = options.parse_ranks(args.ranks_text, MAX_RANKS)
+        sizes = options.parse_sizes(args.sizes)
+    except ValueError as e:
+        raise UsageError(str(e))
+    model = CostModel()
+    rows, titles = [], {}
+    for p in args.ranks:
+        alpha, beta, gamma, source = _parameters(args, p)
+        rows += predictions(model, [p], sizes, alpha, beta, gamma, args.collective == "reduce")
+        titles[p] = (f"Predicted MPI_{args.collective.capitalize()} time, α = {alpha:.3g} s, "
+                     f"β = {beta:.3g} s/B, γ = {gamma:.3g} s/B ({source})")
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    from rich.console import Console
+
+    console = Console()
+    console.width = max(console.width, 110)   # the table's columns, when output is not a terminal
+    for p in args.ranks:
+        _print_table(console, [r for r in rows if r["ranks"] == p], model.algorithms, titles[p])
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("model", help="predicted time of each allreduce/reduce algorithm (cost model)",
+                       description="Predicted time of each mpiopt allreduce (or reduce) algorithm "
+                       "from the α–β–γ cost model `auto` selection uses, for any process count up "
+                       f"to {MAX_RANKS}, and which algorithm is fastest.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", dest="ranks_text", required=True, metavar="P[,P2…]",
+                   help=f"process counts (1..{MAX_RANKS})")
+    p.add_argument("--sizes", default="8:8M", metavar="LIST",
+                   help="message sizes in bytes: a list and MIN:MAX ranges of powers of two "
+                   "(default 8:8M)")
+    p.add_argument("--collective", choices=("allreduce", "reduce"), default="allreduce")
+    p.add_argument("--alpha", type=float, help="seconds per message")
+    p.add_argument("--beta", type=float, help="seconds per byte sent")
+    p.add_argument("--gamma", type=float, help="seconds per byte reduced")
+    p.add_argument("--tuning", metavar="FILE", help="take α, β, γ from a tuning file "
+                   "(`mpiopt tune`'s JSON, its \"model\")")
+    p.add_argument("--platform", choices=smpi.PLATFORMS, default="cluster",
+                   help="without other parameters: the simulated machine's α and β (default cluster)")
+    p.add_argument("--json", action="store_true",
+                   help='print a JSON list of {"algorithm", "ranks", "bytes", "seconds", "fastest"}')
+    p.set_defaults(func=run)

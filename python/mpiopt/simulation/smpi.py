@@ -1,0 +1,217 @@
+"""SimGrid SMPI: building mpiopt programs with smpicc, describing a simulated machine, running
+smpirun.
+
+Every simulation command goes through here so that the simulated machine and the settings that
+make runs deterministic are the same for all of them:
+
+- computation is not timed (`smpi/simulate-computation:no`): the simulated time is network time
+  only, for mpiopt's algorithms and for SMPI's own collectives alike (SMPI charges nothing for
+  the reductions inside its collectives either, so charging ours would not be a fair race);
+- message costs come from the platform alone (`smpi/bw-factor` and `smpi/lat-factor` set to 1
+  instead of SMPI's defaults, which were calibrated on one particular cluster), so a message of
+  m bytes over one link costs latency + m / bandwidth, as the cost model assumes;
+- buffers of 64 KiB and more are SMPI shared mallocs (`smpi/auto-shared-malloc-thresh`): 1023
+  ranks × 8 MiB would otherwise need real memory for every rank. Their contents are garbage,
+  which does not matter because nothing is timed but the network;
+- libmpiopt.so is privatized (`smpi/privatize-libs`): every simulated rank gets its own copy of
+  the library's globals, as every process does in a real run.
+"""
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import mpi
+
+PLATFORMS = ("cluster", "torus", "fattree")
+FLAVOUR = "smpi"
+SHARED_MALLOC_THRESHOLD = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Network:
+    """The links of a simulated machine. Defaults: a 100 Gb/s network with 1 µs per link (per hop
+    on the torus and fat-tree), and 4× that bandwidth between ranks sharing a node."""
+    link_bandwidth: float = 12.5e9      # bytes/s
+    link_latency: float = 1e-6          # seconds per link
+    loopback_bandwidth: float = 50e9    # bytes/s between ranks on one node
+    loopback_latency: float = 0.2e-6
+
+
+def available() -> bool:
+    return bool(shutil.which("smpicc") and shutil.which("smpirun"))
+
+
+def build_dir() -> Path:
+    return mpi.build_dir(FLAVOUR)
+
+
+def build(targets: list[str]) -> Path:
+    """Builds libmpiopt (without the LD_PRELOAD entry points: SMPI defines MPI_* itself) and the
+    given targets with smpicc into build/smpi/, and returns build/smpi/bin. Configures once;
+    later calls are an up-to-date check. flock: several commands may build at once."""
+    if not available():
+        raise RuntimeError("SimGrid SMPI is not installed (smpicc, smpirun: Debian package "
+                           "libsimgrid-dev, see `make deps`)")
+    root = mpi.repo_root()
+    out = build_dir()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log = out.parent / f"{FLAVOUR}.build.log"
+    with open(out.parent / f".lock-{FLAVOUR}", "w") as lock, open(log, "w") as logf:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        steps = []
+        if not (out / "CMakeCache.txt").exists():
+            steps.append(["cmake", "-S", str(root), "-B", str(out), f"-DMPI_FLAVOUR={FLAVOUR}",
+                          "-DMPIOPT_INTERPOSE=OFF", "-DCMAKE_BUILD_TYPE=Release",
+                          "-DCMAKE_C_COMPILER=smpicc"])
+        steps.append(["cmake", "--build", str(out), "-j2", "--target", "mpiopt", *targets])
+        for cmd in steps:
+            r = subprocess.run(cmd, stdout=logf, stderr=subprocess.STDOUT)
+            if r.returncode != 0:
+                tail = "".join(log.read_text(errors="replace").splitlines(True)[-30:])
+                raise RuntimeError(f"SMPI build failed ({' '.join(cmd)}); see {log}:\n{tail}")
+    return out / "bin"
+
+
+# ---- the simulated machine ----
+
+def _torus_dims(nodes: int) -> list[int]:
+    """A torus of up to 3 dimensions, as close to a cube as possible, with at least `nodes`
+    nodes (SimGrid refuses dimensions of size 1)."""
+    a = max(1, math.ceil(round(nodes ** (1 / 3), 9)))
+    b = max(1, math.ceil(math.sqrt(nodes / a)))
+    c = max(1, math.ceil(nodes / (a * b)))
+    return [d for d in (a, b, c) if d > 1] or [2]
+
+
+def _fat_tree_shape(nodes: int) -> tuple[int, int]:
+    """(nodes per leaf switch, leaf switches) of a two-level fat-tree with at least `nodes`
+    nodes: leaves of about sqrt(nodes) ports down, as many core switches as a leaf has nodes,
+    so the tree has full bisection bandwidth."""
+    down = max(1, 1 << math.ceil(math.log2(math.sqrt(nodes)))) if nodes > 1 else 1
+    leaves = max(1, math.ceil(nodes / down))
+    return down, leaves
+
+
+def platform_xml(kind: str, nodes: int, net: Network = Network()) -> tuple[str, int]:
+    """The SimGrid platform XML of a machine with at least `nodes` nodes named node-0, node-1, …
+    (a torus or fat-tree may have a few more than asked, to fill its shape); returns the XML and
+    the number of nodes it has.
+
+    cluster: every node has its own link to a non-blocking crossbar (2 links per message).
+    torus:   a 3-D torus of nodes, one link per hop (dimension-order routing).
+    fattree: a two-level fat-tree with full bisection bandwidth (2 or 4 links per message)."""
+    if kind not in PLATFORMS:
+        raise ValueError(f"unknown platform {kind!r} (expected one of {', '.join(PLATFORMS)})")
+    if nodes < 1:
+        raise ValueError("a platform needs at least one node")
+    topology = ""
+    if kind == "torus":
+        dims = _torus_dims(nodes)
+        nodes = math.prod(dims)
+        topology = f' topology="TORUS" topo_parameters="{",".join(map(str, dims))}"'
+    elif kind == "fattree":
+        down, leaves = _fat_tree_shape(nodes)
+        nodes = down * leaves
+        # levels; down ports per level; up ports per level; parallel links per level
+        topology = f' topology="FAT_TREE" topo_parameters="2;{down},{leaves};1,{down};1,1"'
+    xml = f"""<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<!-- written by mpiopt simulate: {kind}, {nodes} nodes -->
+<platform version="4.1">
+  <zone id="world" routing="Full">
+    <cluster id="{kind}" prefix="node-" suffix="" radical="0-{nodes - 1}" speed="1Gf"
+             bw="{net.link_bandwidth:.6g}Bps" lat="{net.link_latency:.6g}s"{topology}
+             sharing_policy="SPLITDUPLEX"
+             loopback_bw="{net.loopback_bandwidth:.6g}Bps" loopback_lat="{net.loopback_latency:.6g}s"/>
+  </zone>
+</platform>
+"""
+    return xml, nodes
+
+
+def hostfile(ranks: int, ppn: int) -> str:
+    """Block placement: ranks r·ppn … r·ppn + ppn − 1 share node r (SMP order, as mpirun fills
+    nodes by default)."""
+    return "".join(f"node-{r // ppn}\n" for r in range(ranks))
+
+
+def write_machine(directory: Path, kind: str, ranks: int, ppn: int = 1,
+                  net: Network = Network()) -> tuple[Path, Path]:
+    """Writes platform.xml and hostfile for `ranks` ranks, `ppn` per node, into `directory`."""
+    if ranks < 1 or ppn < 1:
+        raise ValueError("ranks and ranks per node must be at least 1")
+    directory.mkdir(parents=True, exist_ok=True)
+    xml, _ = platform_xml(kind, math.ceil(ranks / ppn), net)
+    platform = directory / f"{kind}.xml"
+    platform.write_text(xml)
+    hosts = directory / f"hostfile-{ranks}-{ppn}"
+    hosts.write_text(hostfile(ranks, ppn))
+    return platform, hosts
+
+
+def mean_latency(kind: str, ranks: int, ppn: int = 1, net: Network = Network()) -> float:
+    """Latency of a message between two nodes, averaged over node pairs: the α of the cost model
+    on this platform (links × link latency)."""
+    nodes = math.ceil(ranks / ppn)
+    if nodes <= 1:
+        return net.loopback_latency
+    if kind == "cluster":
+        links = 2.0
+    elif kind == "fattree":
+        down, _ = _fat_tree_shape(nodes)
+        same_leaf = min(down, nodes) - 1
+        links = (2 * same_leaf + 4 * (nodes - 1 - same_leaf)) / (nodes - 1)
+    else:
+        # hops add up over the dimensions; each is a ring. Mean over the other nodes.
+        dims = _torus_dims(nodes)
+        total = math.prod(dims)
+        links = sum(sum(min(i, d - i) for i in range(d)) / d for d in dims) * total / (total - 1)
+    return links * net.link_latency
+
+
+# ---- running ----
+
+def deterministic_config(library: Path | None = None) -> list[str]:
+    """The --cfg options every mpiopt simulation uses (why: see the module docstring)."""
+    cfg = ["--cfg=smpi/simulate-computation:no",
+           "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
+           f"--cfg=smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESHOLD}"]
+    if library is not None:
+        cfg.append(f"--cfg=smpi/privatize-libs:{library}")
+    # SimGrid's start-up chatter (every option set, every collective chosen) is not for users
+    cfg += ["--log=xbt_cfg.thres:warning", "--log=smpi_config.thres:warning",
+            "--log=smpi_coll.thres:warning"]
+    return cfg
+
+
+def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: Path,
+            config: list[str] | None = None, env: dict | None = None, timeout: float | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Runs `program argv…` on `ranks` simulated ranks; output is captured (text). Kernels run
+    single-threaded (MPIOPT_THREADS=1): simulated ranks share this process and its cores."""
+    lib = build_dir() / "lib" / "libmpiopt.so"
+    cmd = ["smpirun", "-np", str(ranks), "-platform", str(platform), "-hostfile", str(hosts),
+           *deterministic_config(lib if lib.exists() else None), *(config or []),
+           str(program), *[str(a) for a in argv]]
+    run_env = dict(os.environ if env is None else env)
+    run_env["MPIOPT_THREADS"] = "1"
+    # smpirun leaves temporary files in its working directory
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=run_env,
+                          cwd=str(cwd or platform.parent))
+
+
+_SIMULATED_TIME = re.compile(r"Simulated time:\s*([0-9.eE+-]+)\s*seconds")
+
+
+def simulated_time(output: str) -> float | None:
+    """The whole run's simulated seconds, from the output of a run with
+    `--cfg=smpi/display-timing:yes`; None if absent."""
+    m = _SIMULATED_TIME.search(output)
+    return float(m.group(1)) if m else None
