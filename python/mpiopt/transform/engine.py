@@ -1,0 +1,249 @@
+"""The transformation of one file: match collective calls -> analyse -> emit text edits.
+
+Per function: find the blocking collectives (placement.find_sites), decide persistent or
+nonblocking (persistent.py), give each a request slot, place its wait(s) (placement.Placer), then
+write the edits (rewrite.py): the call renamed and given a request, waits inserted, request/status
+(and flag) arrays declared at the top of the function body."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import rewrite
+from .alias import analyse as points_to
+from .effects import EffectAnalysis, call_args
+from .parse import Function, Unit, parse
+from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
+from .placement import Placer, Site, Wait, assign_slots, find_sites
+
+MODES = ("nonblocking", "persistent")
+
+IS_ROOT_HELPER = """\
+/* Added by mpiopt transform: does this process act as the root of a rooted collective? */
+static int mpiopt_is_root(MPI_Comm comm, int root)
+{
+    int inter, rank;
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return root == MPI_ROOT;
+    MPI_Comm_rank(comm, &rank);
+    return rank == root;
+}
+
+"""
+
+
+@dataclass
+class Options:
+    mode: str = "nonblocking"
+    flavour: str = "openmpi"            # whose mpi.h to parse with (and detect the target from)
+    mpi_version: int | None = None      # None: detect
+    extra_args: list = field(default_factory=list)
+    compile_commands: Path | None = None
+
+
+@dataclass
+class FileResult:
+    path: Path
+    original: bytes
+    output: bytes
+    sites: list                          # report dicts, one per collective call
+    seconds: float
+    target: Target
+
+    @property
+    def changed(self) -> bool:
+        return self.output != self.original
+
+
+def transform_file(path: str | Path, options: Options | None = None) -> FileResult:
+    options = options or Options()
+    t0 = time.perf_counter()
+    unit = parse(path, options.flavour, options.extra_args, options.compile_commands)
+    target = detect_target(options.flavour, options.mpi_version)
+    output, sites = transform_unit(unit, options, target)
+    return FileResult(Path(path), unit.text, output, sites, time.perf_counter() - t0, target)
+
+
+def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes, list]:
+    ea = EffectAnalysis(unit, points_to(unit))
+    placer = Placer(ea)
+    edits, reports, helper_at = [], [], None
+    needs_ext_header = False
+    for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
+        emitter = _FunctionEmitter(unit, fn, ea, options, target)
+        sites = find_sites(unit, fn.name, ea)
+        todo = [s for s in sites if s.block is not None]
+        if todo:
+            emitter.decide(todo, placer)
+            edits += emitter.emit(todo)
+            if any(s.rank_guard for s in todo) and helper_at is None:
+                helper_at = rewrite.line_start(unit.text, fn.node.start)
+            needs_ext_header |= any(s.action == "persistent" for s in todo)
+        reports += [emitter.report(s) for s in sites]
+    text = unit.text
+    if helper_at is not None and b"mpiopt_is_root(MPI_Comm" not in text:
+        edits.append(rewrite.Edit(helper_at, helper_at, IS_ROOT_HELPER, -10))
+    if needs_ext_header and target.header and target.header.encode() not in text:
+        m = re.search(rb"^[ \t]*#[ \t]*include[ \t]*[<\"]mpi\.h[>\"][^\n]*\n", text, re.M)
+        at = m.end() if m else 0
+        edits.append(rewrite.Edit(at, at, f"#include <{target.header}>\n", -20))
+    return rewrite.apply(text, edits), reports
+
+
+class _FunctionEmitter:
+    def __init__(self, unit: Unit, fn: Function, ea: EffectAnalysis, options: Options, target: Target):
+        self.unit, self.fn, self.ea, self.options, self.target = unit, fn, ea, options, target
+        body_text = unit.text[fn.body.start:fn.body.end]
+        self.reqs = _fresh("mpiopt_reqs", body_text)
+        self.stats = _fresh("mpiopt_stats", body_text)
+        self.flags = _fresh("mpiopt_flags", body_text)
+        self.root = _fresh("mpiopt_root", body_text)
+
+    # --- analysis ----------------------------------------------------------------------------
+    def decide(self, sites: list[Site], placer: Placer):
+        for s in sites:
+            s.action = "nonblocking"
+            if self.options.mode == "persistent":
+                why = why_not_persistent(s, self.ea)
+                if not why and not self.target.has_persistent:
+                    why = f"MPI-{self.target.version} target has no persistent collectives"
+                if why:
+                    s.reason = f"nonblocking, not persistent: {why}"
+                else:
+                    s.action, s.loop = "persistent", enclosing_loop(s)
+        self.nslots = assign_slots(self.fn.body, sites)
+        for s in sites:
+            placer.place(s)
+
+    # --- text --------------------------------------------------------------------------------
+    def req(self, k: int) -> str:
+        return f"&{self.reqs}[{k}]"
+
+    def emit(self, sites: list[Site]) -> list[rewrite.Edit]:
+        src, edits = self.unit.text, []
+        uses_flags = any(w.flag for s in sites for w in s.waits)
+        uses_root = any(s.rank_guard for s in sites)
+        for s in sites:
+            edits += self._emit_call(s)
+        edits += self._emit_waits([w for s in sites for w in s.waits])
+        # declarations first in the body: C99 allows them anywhere, this keeps them in one place
+        body = self.fn.body
+        indent = (rewrite.indentation(src, body.children[0].start) if body.children else None) or "    "
+        decl = [f"MPI_Request {self.reqs}[{self.nslots}];", f"MPI_Status {self.stats}[{self.nslots}];"]
+        if uses_flags:
+            decl.append(f"int {self.flags}[{self.nslots}] = {{0}};")
+        if uses_root:
+            decl.append(f"int {self.root}[{self.nslots}];")
+        edits.append(rewrite.Edit(body.start + 1, body.start + 1,
+                                  "".join("\n" + indent + d for d in decl), -5))
+        return edits
+
+    def _emit_call(self, s: Site) -> list[rewrite.Edit]:
+        src, call, k = self.unit.text, s.call, s.slot
+        edits = []
+        args = [self.ea.text(a) for a in call_args(call)]
+        if s.rank_guard:
+            comm, root = args[s.coll.comm], args[s.coll.root]
+            edits.append(rewrite.insert_before_statement(
+                src, call.start, f"{self.root}[{k}] = mpiopt_is_root({comm}, {root});", order=10))
+        if s.action == "persistent":
+            loop = s.loop
+            init = f"{s.coll.persistent(self.target.prefix)}({', '.join(args + ['MPI_INFO_NULL', self.req(k)])});"
+            edits.append(rewrite.insert_before_statement(src, loop.start, init, order=5))
+            edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
+            end = _after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end
+            indent = rewrite.indentation(src, loop.start) or ""
+            edits.append(rewrite.insert_after(src, end, f"MPI_Request_free({self.req(k)});", indent,
+                                              order=k))
+        else:
+            name_end = call.start + len(call.callee)
+            edits.append(rewrite.Edit(call.start, name_end, s.coll.nonblocking))
+            close = call.end - 1
+            assert src[close:close + 1] == b")", "call does not end with ')'"
+            edits.append(rewrite.Edit(close, close, f", {self.req(k)}"))
+        if any(w.flag for w in s.waits):
+            semi = _after_semicolon(src, call.end)
+            edits.append(rewrite.Edit(semi, semi, f" {self.flags}[{k}] = 1;"))
+        return edits
+
+    def _wait_text(self, w: Wait) -> str:
+        k = w.site.slot
+        call = f"MPI_Wait({self.req(k)}, &{self.stats}[{k}]);"
+        cond = []
+        if w.flag:
+            cond.append(f"{self.flags}[{k}]")
+        if w.guard:
+            cond.append(("" if w.guard == "root" else "!") + f"{self.root}[{k}]")
+        if not cond:
+            return call
+        reset = f" {self.flags}[{k}] = 0;" if w.flag else ""
+        return f"if ({' && '.join(cond)}) {{ {call}{reset} }}"
+
+    def _emit_waits(self, waits: list[Wait]) -> list[rewrite.Edit]:
+        src, edits, groups = self.unit.text, [], {}
+        for w in waits:
+            groups.setdefault((w.block.start, w.index), []).append(w)
+        for (_, index), group in groups.items():
+            group.sort(key=lambda w: w.site.slot)
+            plain = [w for w in group if not w.flag and not w.guard]
+            slots = sorted({w.site.slot for w in plain})
+            lines = []
+            if len(slots) > 1 and slots[-1] - slots[0] + 1 == len(slots):
+                a = slots[0]
+                lines.append(f"MPI_Waitall({len(slots)}, {self.req(a)}, &{self.stats}[{a}]);")
+            else:
+                lines += [self._wait_text(w) for w in plain]
+            for w in group:
+                if w.flag or w.guard:
+                    t = self._wait_text(w)
+                    if t not in lines:
+                        lines.append(t)
+            text = "\n".join(lines)
+            block = group[0].block
+            if index < len(block.children):
+                edits.append(rewrite.insert_before_statement(src, block.children[index].start, text, 0))
+            else:
+                brace = block.end - 1
+                last = block.children[-1] if block.children else None
+                hint = rewrite.indentation(src, last.start) if last is not None else None
+                if hint is None:
+                    hint = (rewrite.indentation(src, brace) or "") + "    "
+                edits.append(rewrite.insert_before_brace(src, brace, text, hint, order=100))
+        return edits
+
+    # --- report ------------------------------------------------------------------------------
+    def report(self, s: Site) -> dict:
+        col = s.call.start - rewrite.line_start(self.unit.text, s.call.start) + 1
+        out = {"file": str(self.unit.path), "line": s.call.line, "column": col,
+               "function": self.fn.name, "call": s.coll.name, "action": s.action,
+               "reason": s.reason, "request": s.slot if s.action != "unchanged" else None,
+               "waits": []}
+        for w in s.waits:
+            at_end = w.index >= len(w.block.children)
+            line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \
+                else w.block.children[w.index].line
+            out["waits"].append({"line": line, "guard": w.guard or "all", "flag": w.flag,
+                                 "moved_past": w.steps, "blocked_by": w.blocked_by,
+                                 "blocked_line": w.blocked_line})
+        if s.action != "unchanged" and not s.reason:
+            moved = max((w["moved_past"] for w in out["waits"]), default=0)
+            out["reason"] = (f"wait moved past {moved} statement(s)" if moved
+                             else "no independent work: wait right after the call")
+        return out
+
+
+def _fresh(name: str, text: bytes) -> str:
+    while re.search(rb"\b" + name.encode() + rb"\b", text):
+        name += "_"
+    return name
+
+
+def _after_semicolon(src: bytes, offset: int) -> int:
+    """Offset just past the `;` that ends the statement whose expression ends at `offset`."""
+    i = offset
+    while i < len(src) and src[i:i + 1] in b" \t\r\n":
+        i += 1
+    return i + 1 if src[i:i + 1] == b";" else offset

@@ -1,0 +1,262 @@
+"""Parsing C files with libclang into a small tree the analyses can walk quickly.
+
+libclang's Python cursors cost a ctypes call per property, so the main file's functions and
+globals are copied once into `Node`s (kind, source offsets, referenced declaration, operator,
+whether the value is an array or a pointer). Everything after parsing works on `Node`s only."""
+from __future__ import annotations
+
+import ctypes
+import json
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import clang.cindex as ci
+
+K = ci.CursorKind
+
+
+class ParseError(Exception):
+    """The file is missing or does not compile: nothing can be transformed."""
+
+
+@dataclass(eq=False)
+class Node:
+    kind: str                      # CursorKind name, e.g. "CALL_EXPR"
+    start: int                     # byte offsets in the main file, end exclusive
+    end: int
+    line: int
+    spelling: str = ""
+    children: list = field(default_factory=list)
+    parent: "Node | None" = None
+    op: str = ""                   # operator of BINARY/UNARY/COMPOUND_ASSIGNMENT_OPERATOR
+    ref: str = ""                  # key of the declaration a DECL_REF/MEMBER_REF/VAR_DECL names
+    ref_kind: str = ""             # "var", "func", "field", "const" for references
+    is_global: bool = False        # the referenced / declared variable has static storage
+    shape: str = ""                # "array", "pointer" or "" for the node's (canonical) type
+    callee: str = ""               # CALL_EXPR: name of a directly called function, else ""
+    in_macro: bool = False         # written through a macro expansion
+
+    def walk(self):
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+
+@dataclass
+class Function:
+    name: str
+    node: Node                     # FUNCTION_DECL; its last child is the body COMPOUND_STMT
+    params: list                   # keys of the parameters, in order
+    body: Node
+    is_static: bool
+
+
+@dataclass
+class Unit:
+    path: Path
+    text: bytes
+    functions: dict                # name -> Function (definitions in the main file)
+    globals: list                  # VAR_DECL nodes at file scope
+    declared_functions: set        # every function name declared anywhere (headers included)
+
+
+def _spelling_table(fn_name: str, count: int) -> dict:
+    fn = getattr(ci.conf.lib, fn_name)
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ci._CXString
+    return {k: ci._CXString.from_result(fn(k)) for k in range(1, count + 1)}
+
+
+@lru_cache(maxsize=None)
+def _operator_tables():
+    # The Python bindings do not wrap operator kinds; libclang exports them (valid kinds 1..N).
+    lib = ci.conf.lib
+    for name in ("clang_getCursorBinaryOperatorKind", "clang_getCursorUnaryOperatorKind"):
+        f = getattr(lib, name)
+        f.argtypes = [ci.Cursor]
+        f.restype = ctypes.c_int
+    return _spelling_table("clang_getBinaryOperatorKindSpelling", 33), \
+        _spelling_table("clang_getUnaryOperatorKindSpelling", 13)
+
+
+def operator_of(cursor) -> str:
+    binary, unary = _operator_tables()
+    if cursor.kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR):
+        return binary.get(ci.conf.lib.clang_getCursorBinaryOperatorKind(cursor), "")
+    if cursor.kind == K.UNARY_OPERATOR:
+        return unary.get(ci.conf.lib.clang_getCursorUnaryOperatorKind(cursor), "")
+    return ""
+
+
+# --- compiler flags ---------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def builtin_include_dir() -> str:
+    """GCC's own include directory (stddef.h, stdarg.h…): the libclang wheel ships none."""
+    try:
+        out = subprocess.run(["gcc", "-print-file-name=include"], capture_output=True, text=True,
+                             timeout=30).stdout.strip()
+    except OSError:
+        return ""
+    return out if out and Path(out).is_dir() else ""
+
+
+@lru_cache(maxsize=None)
+def mpi_compile_flags(flavour: str) -> tuple:
+    """The -I/-D flags `mpicc.<flavour> -show` adds (empty if that MPI is not installed)."""
+    mpicc = shutil.which(f"mpicc.{flavour}") or (shutil.which("mpicc") if flavour == "default" else None)
+    if not mpicc:
+        return ()
+    out = subprocess.run([mpicc, "-show"], capture_output=True, text=True, timeout=30).stdout
+    return tuple(a for a in shlex.split(out) if a.startswith(("-I", "-D")))
+
+
+def flags_from_compile_commands(path: Path, database: Path | None) -> list[str]:
+    """Flags for `path` from a compile_commands.json (given, or found in the file's directory or
+    a parent of it): -I, -D, -U, -std and -include options only."""
+    candidates = [database] if database else [d / "compile_commands.json" for d in path.resolve().parents]
+    for db in candidates:
+        if db is None or not db.is_file():
+            continue
+        try:
+            entries = json.loads(db.read_text())
+        except (OSError, ValueError) as e:
+            raise ParseError(f"{db}: not a compilation database ({e})") from None
+        for entry in entries:
+            file = Path(entry.get("directory", ".")) / entry.get("file", "")
+            if file.resolve() != path.resolve():
+                continue
+            argv = entry.get("arguments") or shlex.split(entry.get("command", ""))
+            keep, out, directory = False, [], entry.get("directory", ".")
+            for a in argv[1:]:
+                if keep:
+                    out.append(a)
+                    keep = False
+                elif a in ("-I", "-D", "-U", "-include", "-isystem"):
+                    out.append(a)
+                    keep = True
+                elif a.startswith("-I") and not Path(a[2:]).is_absolute():
+                    out.append("-I" + str(Path(directory) / a[2:]))
+                elif a.startswith(("-I", "-D", "-U", "-std=")):
+                    out.append(a)
+            return out
+    return []
+
+
+# --- conversion -------------------------------------------------------------------------------
+
+_SHAPES = {ci.TypeKind.POINTER: "pointer", ci.TypeKind.CONSTANTARRAY: "array",
+           ci.TypeKind.INCOMPLETEARRAY: "array", ci.TypeKind.VARIABLEARRAY: "array",
+           ci.TypeKind.DEPENDENTSIZEDARRAY: "array"}
+_TYPED = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR, K.UNARY_OPERATOR,
+          K.VAR_DECL, K.PARM_DECL, K.CALL_EXPR, K.CSTYLE_CAST_EXPR, K.UNEXPOSED_EXPR, K.PAREN_EXPR}
+
+
+def decl_key(cursor) -> str:
+    """A name for a declaration that is the same wherever it is referenced."""
+    if cursor.kind == K.FUNCTION_DECL or (cursor.kind == K.VAR_DECL and
+                                          cursor.linkage == ci.LinkageKind.EXTERNAL):
+        return cursor.spelling
+    loc = cursor.location
+    return f"{cursor.spelling}@{loc.file.name if loc.file else ''}:{loc.offset}"
+
+
+def _is_static_storage(cursor) -> bool:
+    if cursor.kind != K.VAR_DECL:
+        return False
+    if cursor.semantic_parent is not None and cursor.semantic_parent.kind == K.TRANSLATION_UNIT:
+        return True
+    return cursor.storage_class in (ci.StorageClass.STATIC, ci.StorageClass.EXTERN)
+
+
+class _Converter:
+    def __init__(self, main_file: str):
+        self.main_file = main_file
+
+    def convert(self, c, parent=None) -> Node:
+        ext = c.extent
+        n = Node(kind=c.kind.name, start=ext.start.offset, end=ext.end.offset,
+                 line=ext.start.line, spelling=c.spelling, parent=parent)
+        loc = c.location
+        if ext.start.file is None or loc.file is None or loc.file.name != self.main_file:
+            n.in_macro = True
+        kind = c.kind
+        if kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR, K.UNARY_OPERATOR):
+            n.op = operator_of(c)
+        if kind in _TYPED:
+            n.shape = _SHAPES.get(c.type.get_canonical().kind, "")
+        if kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR):
+            r = c.referenced
+            if r is not None:
+                n.ref = decl_key(r)
+                if r.kind in (K.VAR_DECL, K.PARM_DECL):
+                    n.ref_kind = "var"
+                    n.is_global = _is_static_storage(r)
+                elif r.kind == K.FUNCTION_DECL:
+                    n.ref_kind = "func"
+                elif r.kind == K.FIELD_DECL:
+                    n.ref_kind = "field"
+                else:
+                    n.ref_kind = "const"
+        elif kind in (K.VAR_DECL, K.PARM_DECL):
+            n.ref = decl_key(c)
+            n.is_global = _is_static_storage(c)
+        elif kind == K.CALL_EXPR:
+            r = c.referenced
+            if r is not None and r.kind == K.FUNCTION_DECL:
+                n.callee = r.spelling
+        for ch in c.get_children():
+            n.children.append(self.convert(ch, n))
+        return n
+
+
+def parse(path: str | Path, flavour: str = "openmpi", extra_args: list[str] | None = None,
+          compile_commands: Path | None = None) -> Unit:
+    """Parses a C file with the MPI headers of `flavour`; raises ParseError if it does not compile."""
+    path = Path(path)
+    if not path.is_file():
+        raise ParseError(f"{path}: no such file")
+    try:
+        text = path.read_bytes()
+    except OSError as e:
+        raise ParseError(f"{path}: {e.strerror}") from None
+    args = ["-x", "c", "-std=gnu11"]
+    builtin = builtin_include_dir()
+    if builtin:
+        args += ["-isystem", builtin]
+    args += list(mpi_compile_flags(flavour))
+    args += flags_from_compile_commands(path, compile_commands)
+    args += list(extra_args or [])
+    try:
+        tu = ci.Index.create().parse(str(path), args=args)
+    except ci.TranslationUnitLoadError as e:
+        raise ParseError(f"{path}: libclang could not parse it ({e})") from None
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    if errors:
+        d = errors[0]
+        where = f"{d.location.file.name if d.location.file else path}:{d.location.line}:{d.location.column}"
+        raise ParseError(f"{where}: {d.spelling}" +
+                         (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""))
+    main_file = tu.spelling
+    conv = _Converter(main_file)
+    functions, globals_, declared = {}, [], set()
+    for c in tu.cursor.get_children():
+        if c.kind == K.FUNCTION_DECL:
+            declared.add(c.spelling)
+        if c.location.file is None or c.location.file.name != main_file:
+            continue
+        if c.kind == K.FUNCTION_DECL and c.is_definition():
+            node = conv.convert(c)
+            params = [ch.ref for ch in node.children if ch.kind == "PARM_DECL"]
+            body = node.children[-1]
+            if body.kind == "COMPOUND_STMT":
+                functions[c.spelling] = Function(c.spelling, node, params, body,
+                                                 c.storage_class == ci.StorageClass.STATIC)
+        elif c.kind == K.VAR_DECL:
+            globals_.append(conv.convert(c))
+    return Unit(path=path, text=text, functions=functions, globals=globals_,
+                declared_functions=declared)

@@ -1,0 +1,237 @@
+"""Where each collective's wait goes, and which request slot it uses.
+
+A wait moves forward from its call through the statements of the block until one of them
+conflicts with the pending collective (effects.py decides), a jump or label stops it, or the
+block ends. At the end of an `if` branch (or a nested `{}` block) it may continue after the `if`
+in the enclosing block, guarded by a flag set at the start, unless a buffer is declared in the
+block being left. It never leaves a loop body or the function.
+
+Rooted collectives whose buffers matter at the root only (Reduce, Gather, Scatter, Bcast) get a
+position for the root and one for the other ranks; when they differ both waits are emitted, the
+earlier guarded by the rank test (the paper's figures 7-8)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .calls import COLLECTIVES, Collective
+from .effects import EffectAnalysis, Effects, call_args, strip
+from .parse import Node, Unit
+
+EXPR_PARENTS_RESULT_USED = "its result is used in an expression"
+
+
+@dataclass
+class Wait:
+    site: "Site"
+    block: Node          # COMPOUND_STMT the wait is inserted in
+    index: int           # before block.children[index]; len(children) = before the closing brace
+    guard: str           # "" (every rank), "root" or "nonroot"
+    flag: bool           # in a different scope than the start: guarded by the site's flag
+    blocked_by: str      # why it cannot go later
+    blocked_line: int
+    steps: int           # statements moved past (0: right after the call)
+
+
+@dataclass
+class Site:
+    call: Node
+    function: str
+    coll: Collective
+    block: Node | None = None
+    index: int = -1
+    slot: int = -1
+    action: str = "unchanged"           # "nonblocking", "persistent" or "unchanged"
+    reason: str = ""
+    accesses: list = field(default_factory=list)
+    in_place: bool = False
+    waits: list = field(default_factory=list)
+    loop: Node | None = None            # persistent mode: the loop the init is hoisted out of
+    rank_guard: bool = False
+
+
+def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
+    """Every call of a blocking collective in a function, with why it cannot be transformed."""
+    fn = unit.functions[fn_name]
+    sites = []
+    for n in fn.body.walk():
+        if n.kind != "CALL_EXPR" or n.callee not in COLLECTIVES:
+            continue
+        site = Site(call=n, function=fn_name, coll=COLLECTIVES[n.callee])
+        sites.append(site)
+        parent = n.parent
+        text = ea.text(n)
+        if parent is None or parent.kind != "COMPOUND_STMT":
+            if parent is not None and not parent.kind.endswith("_STMT"):
+                site.reason = f"left blocking: {EXPR_PARENTS_RESULT_USED}"
+            else:
+                site.reason = "left blocking: not a statement of a { } block (no room for a wait)"
+            continue
+        if not text.startswith(n.callee) or not text.rstrip().endswith(")"):
+            site.reason = "left blocking: written through a macro"
+            continue
+        args = call_args(n)
+        if len(args) != len(site.coll.roles):
+            site.reason = "left blocking: unexpected number of arguments"
+            continue
+        site.block, site.index = parent, parent.children.index(n)
+        site.in_place = any(ea.is_in_place(a) for a in args)
+        site.accesses = ea.buffer_accesses(n)
+        unknown = [a for loc, _w, a, _r in site.accesses if loc is None]
+        if unknown:
+            site.reason = f"left blocking: cannot tell what `{ea.text(unknown[0])}` points to"
+            site.block = None
+            continue
+    return sites
+
+
+def assign_slots(body: Node, sites: list[Site]) -> int:
+    """Request slots: in sequence each call gets the next one; the branches of an `if` start at the
+    same slot (mutually exclusive paths share requests); the count is the maximum over branches."""
+    by_call = {id(s.call): s for s in sites if s.block is not None}
+
+    def visit(n: Node, base: int) -> int:
+        s = by_call.get(id(n))
+        if s is not None:
+            s.slot = base
+            return base + 1
+        if n.kind == "IF_STMT":
+            cond, *branches = n.children
+            base = visit(cond, base)
+            return max([visit(b, base) for b in branches] + [base])
+        for c in n.children:
+            base = visit(c, base)
+        return base
+
+    return visit(body, 0)
+
+
+class Placer:
+    def __init__(self, ea: EffectAnalysis):
+        self.ea = ea
+        self.pts = ea.pts
+
+    def conflict(self, site: Site, eff: Effects, cls: str) -> tuple | None:
+        """(why, node) if statement effects `eff` may not run while `site` is pending, for ranks
+        of class `cls` ("all", "root", "nonroot")."""
+        if eff.stop:
+            return eff.stop
+        if site.coll.name == "MPI_Barrier":
+            if eff.io is not None:
+                return (f"has effects outside memory ({self.ea.text(strip(eff.io))[:40]}) the barrier "
+                        "may be ordering", eff.io)
+            if eff.unknown:
+                return (f"calls {eff.unknown[0][0]}, whose body is not known", eff.unknown[0][2])
+        for loc, written_any, arg, role in site.accesses:
+            base, _, only = role.partition("@")
+            if only == "root" and cls == "nonroot":
+                continue
+            written = written_any
+            what = self._buffer_name(base, written)
+            arg_text = self.ea.text(arg)
+            for w, node in eff.writes.items():
+                if self.pts.same(w, loc):
+                    return (f"writes `{self._short(node)}`, which may alias the {what} `{arg_text}`", node)
+            if written:
+                for r, node in eff.reads.items():
+                    if self.pts.same(r, loc):
+                        return (f"reads `{self._short(node)}`, which may alias the {what} `{arg_text}`", node)
+            for name, args, node in eff.unknown:
+                if any(a is not None and self.pts.reaches(a, loc) for a in args):
+                    return (f"passes an alias of `{arg_text}` to {name}, whose body is not known", node)
+                if self.ea.may_reach_from_globals(loc):
+                    return (f"calls {name} (body not known), which may reach `{arg_text}` through a global",
+                            node)
+        return None
+
+    @staticmethod
+    def _buffer_name(base: str, written: bool) -> str:
+        if base == "array":
+            return "count/displacement/type array"
+        return "receive buffer" if written else "send buffer"
+
+    def _short(self, node: Node) -> str:
+        text = " ".join(self.ea.text(node).split())
+        return text if len(text) <= 50 else text[:47] + "..."
+
+    def position(self, site: Site, cls: str) -> Wait:
+        block, index, flag, steps = site.block, site.index, False, 0
+        while True:
+            stmts = block.children
+            for j in range(index + 1, len(stmts)):
+                hit = self.conflict(site, self.ea.of(stmts[j]), cls)
+                if hit:
+                    why, node = hit
+                    return Wait(site, block, j, "", flag, why, node.line, steps)
+                steps += 1
+            parent = block.parent
+            if parent is None or parent.kind == "FUNCTION_DECL":
+                return Wait(site, block, len(stmts), "", flag, "end of the function", self._end_line(block), steps)
+            declared = self._buffer_declared_in(site, block)
+            if declared:
+                return Wait(site, block, len(stmts), "", flag, f"end of the scope of `{declared}`",
+                            self._end_line(block), steps)
+            if parent.kind == "COMPOUND_STMT":          # a nested { } block: always entered
+                outer, child = parent, block
+            elif parent.kind == "IF_STMT" and block is not parent.children[0]:
+                outer, child = parent, block
+                while outer is not None and outer.kind == "IF_STMT":   # leave if / else-if chains
+                    outer, child = outer.parent, outer
+                flag = True
+            else:
+                outer = None
+            if outer is None or outer.kind != "COMPOUND_STMT":
+                where = {"FOR_STMT": "loop body", "WHILE_STMT": "loop body", "DO_STMT": "loop body",
+                         "SWITCH_STMT": "switch body"}.get(parent.kind, "block")
+                return Wait(site, block, len(stmts), "", flag, f"end of the {where}",
+                            self._end_line(block), steps)
+            block, index = outer, outer.children.index(child)
+
+    def _end_line(self, block: Node) -> int:
+        """Line of the block's closing brace."""
+        return self.ea.unit.text.count(b"\n", 0, max(block.end - 1, 0)) + 1
+
+    def _buffer_declared_in(self, site: Site, block: Node) -> str:
+        for stmt in block.children:
+            if stmt.kind != "DECL_STMT":
+                continue
+            for d in stmt.children:
+                if d.kind == "VAR_DECL" and not d.is_global:
+                    loc = self.pts.var(d.ref)
+                    if any(self.pts.same(loc, a[0]) for a in site.accesses):
+                        return d.spelling
+        return ""
+
+    def place(self, site: Site):
+        # Bcast's buffer is read at the root and written elsewhere; splitting its wait by rank
+        # rarely helps, so only buffers significant at the root alone get rank-guarded waits.
+        rooted = site.coll.root is not None and any("@root" in r for _l, _w, _a, r in site.accesses)
+        if not rooted:
+            site.waits = [self.position(site, "all")]
+            return
+        root, other = self.position(site, "root"), self.position(site, "nonroot")
+        if (root.block, root.index) == (other.block, other.index):
+            site.waits = [root]
+            return
+        args = call_args(site.call)
+        if not (_side_effect_free(args[site.coll.root]) and _side_effect_free(args[site.coll.comm])):
+            site.waits = [min(root, other, key=lambda w: w.steps)]
+            return
+        site.rank_guard = True
+        first, second = sorted([root, other], key=lambda w: w.steps)
+        first.guard = "root" if first is root else "nonroot"
+        if second.flag:          # the first wait clears the flag: the second needs no rank test
+            first.flag, second.guard = True, ""
+        else:
+            second.guard = "root" if second is root else "nonroot"
+        site.waits = [first, second]
+
+
+
+
+def _side_effect_free(e: Node) -> bool:
+    for n in e.walk():
+        if n.kind == "CALL_EXPR" or n.kind == "COMPOUND_ASSIGNMENT_OPERATOR":
+            return False
+        if n.kind in ("BINARY_OPERATOR", "UNARY_OPERATOR") and n.op in ("=", "++", "--"):
+            return False
+    return True
