@@ -1,0 +1,180 @@
+"""Differential testing of `mpiopt transform`: a program and its transformed version must print
+the same thing, with every MPI flavour and 1-4 ranks.
+
+This is a helper module (no tests in it), for tests/python/test_examples.py and for the
+transformer's own tests. The small API:
+
+    transform(source, mode, out_dir, flavour)  -> Transformed(path, report)
+        runs `mpiopt transform SOURCE -o OUT --mode MODE --mpi FLAVOUR --json`; raises
+        DiffTestError (with the tool's stderr) if it fails.
+    build(source, flavour, out_dir)            -> Build(executable, warnings)
+        compiles with mpicc.FLAVOUR -O2 -Wall -Wextra; raises DiffTestError on errors.
+    run(executable, flavour, np, args)         -> str (the program's stdout)
+        runs it under mpiopt.mpi.run; raises DiffTestError on non-zero exit or timeout.
+    compare_outputs(expected, actual)          -> list[str] (the differences; empty if equal)
+    check(source, out_dir, modes, flavours, ranks, args) -> list[str] (every difference found)
+        the whole round: transform, build original and transformed, run, compare.
+
+How outputs are compared (compare_outputs): line by line, token by token (whitespace-separated).
+Integer tokens and words must be equal. Floating tokens (anything float() accepts that is not an
+integer) must agree within RTOL relative or ATOL absolute. Why a tolerance: a nonblocking or
+persistent collective may run another algorithm than the blocking one, and so combine the
+ranks' floating contributions in another order; the sums then differ in the last bits (about
+1e-16 relative per operation, a little more after tens of dependent iterations as in CG). The
+examples print 11 significant digits (%.10e); RTOL = 1e-8 accepts reordering noise but not a
+result computed from stale or partly received data, which changes leading digits.
+"""
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mpiopt import mpi
+
+RTOL = 1e-8
+ATOL = 1e-12
+MODES = ("nonblocking", "persistent")
+RANKS = (1, 2, 3, 4)
+RUN_TIMEOUT = 120  # seconds per run; the test sizes take well under a second
+
+# Warnings that only say something is unused do not make generated code wrong; every other
+# warning (implicit declarations, pointer/int conversions, uninitialized use, …) does. One more is
+# a known false alarm: GCC 12 reads MPICH's MPI_STATUS(ES)_IGNORE sentinel, (MPI_Status *)1, as
+# a zero-sized array and warns -Wstringop-overflow at MPI_Wait/MPI_Waitall calls that pass it.
+HARMLESS_WARNING = re.compile(r"\[-W(unused[-\w]*)\]")
+STATUS_IGNORE_FALSE_ALARM = re.compile(r"\[-Wstringop-overflow=\][^\n]*\n[^\n]*MPI_STATUS(ES)?_IGNORE")
+# a warning line and the source line gcc quotes after it
+WARNING = re.compile(r"^(?P<where>[^:\n]+:\d+:\d+): warning: (?P<text>.*)$(?P<quote>\n.*)?", re.M)
+
+
+class DiffTestError(Exception):
+    """A step of the differential round failed (transform, compile or run)."""
+
+
+@dataclass
+class Transformed:
+    path: Path
+    report: object  # the JSON printed by `mpiopt transform --json` (None if it printed nothing)
+
+
+@dataclass
+class Build:
+    executable: Path
+    warnings: list[str] = field(default_factory=list)  # warnings that matter, "file:line:col: text"
+
+
+def transform(source: Path | str, mode: str, out_dir: Path | str, flavour: str,
+              extra: list[str] | None = None) -> Transformed:
+    """Transforms `source` with `mpiopt transform` for `flavour`'s MPI into OUT_DIR/NAME.MODE.FLAVOUR.c."""
+    import json
+
+    source, out_dir = Path(source), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{source.stem}.{mode}.{flavour}.c"
+    cmd = [sys.executable, "-m", "mpiopt.cli", "transform", str(source), "-o", str(out),
+           "--mode", mode, "--mpi", flavour, "--json", *(extra or [])]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0 or not out.exists():
+        raise DiffTestError(f"{' '.join(cmd)} failed (exit {r.returncode}):\n{r.stderr}{r.stdout}")
+    report = None
+    if r.stdout.strip():
+        try:
+            report = json.loads(r.stdout)
+        except ValueError as e:
+            raise DiffTestError(f"mpiopt transform --json printed something that is not JSON: {e}\n{r.stdout[:2000]}")
+    return Transformed(out, report)
+
+
+def build(source: Path | str, flavour: str, out_dir: Path | str, name: str | None = None) -> Build:
+    """Compiles one C file against `flavour`'s MPI; the executable goes to OUT_DIR/NAME.FLAVOUR."""
+    source, out_dir = Path(source), Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = out_dir / f"{name or source.stem}.{flavour}"
+    cmd = [f"mpicc.{flavour}", "-O2", "-Wall", "-Wextra", "-o", str(exe), str(source), "-lm"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise DiffTestError(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    warnings = [f"{m['where']}: {m['text']}" for m in WARNING.finditer(r.stderr)
+                if not HARMLESS_WARNING.search(m["text"])
+                and not STATUS_IGNORE_FALSE_ALARM.search(m["text"] + (m["quote"] or ""))]
+    return Build(exe, warnings)
+
+
+def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple = ()) -> str:
+    """Runs a program with `np` ranks; returns its standard output."""
+    try:
+        r = mpi.run(flavour, np, [str(executable), *args], timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise DiffTestError(f"{executable} with {np} ranks ({flavour}) did not finish in {RUN_TIMEOUT} s")
+    if r.returncode != 0:
+        raise DiffTestError(f"{executable} with {np} ranks ({flavour}) exited {r.returncode}:\n"
+                            f"{r.stderr[-3000:]}")
+    return r.stdout
+
+
+def _number(token: str):
+    """int for integer tokens, float for other numbers, None for words."""
+    if re.fullmatch(r"[+-]?\d+", token):
+        return int(token)
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def compare_outputs(expected: str, actual: str, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
+    """The differences between two outputs (empty when they agree): integers and words exactly,
+    floating numbers within rtol/atol."""
+    diffs = []
+    exp_lines, act_lines = expected.splitlines(), actual.splitlines()
+    if len(exp_lines) != len(act_lines):
+        diffs.append(f"{len(exp_lines)} lines expected, {len(act_lines)} printed")
+    for n, (e_line, a_line) in enumerate(zip(exp_lines, act_lines), 1):
+        e_tok, a_tok = e_line.split(), a_line.split()
+        if len(e_tok) != len(a_tok):
+            diffs.append(f"line {n}: expected {e_line!r}, got {a_line!r}")
+            continue
+        for e, a in zip(e_tok, a_tok):
+            ev, av = _number(e), _number(a)
+            if isinstance(ev, float) or isinstance(av, float):
+                if ev is None or av is None or not math.isclose(float(ev), float(av), rel_tol=rtol, abs_tol=atol):
+                    diffs.append(f"line {n}: expected {e} got {a} (floating, rtol {rtol:g})")
+            elif e != a:
+                diffs.append(f"line {n}: expected {e} got {a}")
+    return diffs
+
+
+def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, ranks=RANKS,
+          args: list[str] | tuple = (), transformer=transform) -> list[str]:
+    """The whole differential round for one C file: for each flavour, build the original and each
+    mode's transformed version, run all with each rank count and compare. Returns every
+    failure as a message (empty list: all outputs agree and nothing warned).
+    `transformer(source, mode, out_dir, flavour)` returns an object with `.path` (the transformed
+    file); by default `transform` above, i.e. `mpiopt transform`."""
+    source, out_dir = Path(source), Path(out_dir)
+    failures = []
+    for flavour in flavours or mpi.available_flavours():
+        try:
+            original = build(source, flavour, out_dir, f"{source.stem}.original")
+            versions = {}
+            for mode in modes:
+                t = transformer(source, mode, out_dir, flavour)
+                b = build(t.path, flavour, out_dir)
+                failures += [f"{flavour} {mode}: warning {w}" for w in b.warnings]
+                versions[mode] = b.executable
+        except DiffTestError as e:
+            failures.append(f"{flavour}: {e}")
+            continue
+        for np in ranks:
+            try:
+                expected = run(original.executable, flavour, np, args)
+                for mode, exe in versions.items():
+                    diffs = compare_outputs(expected, run(exe, flavour, np, args))
+                    failures += [f"{flavour} {mode} np={np}: {d}" for d in diffs]
+            except DiffTestError as e:
+                failures.append(str(e))
+    return failures
