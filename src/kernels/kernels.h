@@ -55,6 +55,13 @@ size_t mpiopt_ktype_size(mpiopt_ktype t);
 void mpiopt_run2(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n, size_t elem_size);
 void mpiopt_run3(mpiopt_kernel3_fn k, const void *in1, const void *in2, void *out, size_t n,
                  size_t elem_size);
+/* The same with an explicit thread count (benchmarks compare one thread with several). */
+void mpiopt_run2_threads(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n,
+                         size_t elem_size, int threads);
+void mpiopt_run3_threads(mpiopt_kernel3_fn k, const void *in1, const void *in2, void *out,
+                         size_t n, size_t elem_size, int threads);
+/* MPIOPT_THREADS, or the CPUs in this process's affinity mask. */
+int mpiopt_max_threads(void);
 /* Threads a buffer of `bytes` would use (1 below MPIOPT_THREAD_MIN_BYTES). */
 int mpiopt_threads_for(size_t bytes);
 

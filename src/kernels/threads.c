@@ -11,6 +11,12 @@
 #include <stdlib.h>
 #include "kernels.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#else
+static int omp_get_thread_num(void) { return 0; }
+#endif
+
 /* Defaults measured with `mpiopt-reduce-local --compare` on the 2-core AVX-512 development
  * machine: SUM of doubles gains from a second thread only past the last-level cache, from about
  * 2-4 MiB of input (see README "Threads"). */
@@ -37,7 +43,7 @@ static int affinity_cpus(void)
     return n > 0 ? n : 1;
 }
 
-static int max_threads(void)
+int mpiopt_max_threads(void)
 {
     static int cached;
     if (!cached) {
@@ -57,7 +63,7 @@ static size_t thread_min_bytes(void)
 
 int mpiopt_threads_for(size_t bytes)
 {
-    int t = max_threads();
+    int t = mpiopt_max_threads();
     if (t <= 1 || bytes < thread_min_bytes() || bytes < 2 * SLICE_ALIGN)
         return 1;
     /* at least two slices' worth of work per thread */
@@ -77,48 +83,60 @@ static void slice(size_t n, size_t elem_size, int t, int k, size_t *lo, size_t *
     if (*hi > n) *hi = n;
 }
 
-void mpiopt_run2(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n, size_t elem_size)
+/* One slice of a threaded run: which kernel form, and its buffers. */
+typedef struct {
+    mpiopt_kernel2_fn k2;
+    mpiopt_kernel3_fn k3;
+    const char *in1, *in2;
+    char *out;
+    size_t n, elem_size;
+} slice_job;
+
+static void run_slice(const slice_job *j, size_t lo, size_t hi)
 {
-    int t = mpiopt_threads_for(n * elem_size);
-    if (t <= 1) {
-        k(in, inout, n);
+    size_t off = lo * j->elem_size;
+    if (j->k2)
+        j->k2(j->in1 + off, j->out + off, hi - lo);
+    else
+        j->k3(j->in1 + off, j->in2 + off, j->out + off, hi - lo);
+}
+
+static void run_job(const slice_job *j, int threads)
+{
+    if (threads <= 1) {
+        run_slice(j, 0, j->n);
         return;
     }
-#pragma omp parallel num_threads(t)
+#pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        extern int omp_get_thread_num(void);
-        int me = omp_get_thread_num();
-#else
-        int me = 0;
-#endif
         size_t lo, hi;
-        slice(n, elem_size, t, me, &lo, &hi);
+        slice(j->n, j->elem_size, threads, omp_get_thread_num(), &lo, &hi);
         if (hi > lo)
-            k((const char *)in + lo * elem_size, (char *)inout + lo * elem_size, hi - lo);
+            run_slice(j, lo, hi);
     }
+}
+
+void mpiopt_run2_threads(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n,
+                         size_t elem_size, int threads)
+{
+    slice_job j = { k, NULL, in, NULL, inout, n, elem_size };
+    run_job(&j, threads);
+}
+
+void mpiopt_run3_threads(mpiopt_kernel3_fn k, const void *in1, const void *in2, void *out,
+                         size_t n, size_t elem_size, int threads)
+{
+    slice_job j = { NULL, k, in1, in2, out, n, elem_size };
+    run_job(&j, threads);
+}
+
+void mpiopt_run2(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n, size_t elem_size)
+{
+    mpiopt_run2_threads(k, in, inout, n, elem_size, mpiopt_threads_for(n * elem_size));
 }
 
 void mpiopt_run3(mpiopt_kernel3_fn k, const void *in1, const void *in2, void *out, size_t n,
                  size_t elem_size)
 {
-    int t = mpiopt_threads_for(n * elem_size);
-    if (t <= 1) {
-        k(in1, in2, out, n);
-        return;
-    }
-#pragma omp parallel num_threads(t)
-    {
-#ifdef _OPENMP
-        extern int omp_get_thread_num(void);
-        int me = omp_get_thread_num();
-#else
-        int me = 0;
-#endif
-        size_t lo, hi;
-        slice(n, elem_size, t, me, &lo, &hi);
-        if (hi > lo)
-            k((const char *)in1 + lo * elem_size, (const char *)in2 + lo * elem_size,
-              (char *)out + lo * elem_size, hi - lo);
-    }
+    mpiopt_run3_threads(k, in1, in2, out, n, elem_size, mpiopt_threads_for(n * elem_size));
 }
