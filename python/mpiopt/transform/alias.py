@@ -41,6 +41,10 @@ class PointsTo:
         self.external = AbsLoc("<external memory>", is_global=True)
         self.sites: dict[int, AbsLoc] = {}
         self._defined: dict = {}
+        self.owner: dict[str, str | None] = {}      # variable key -> function declaring it
+        self.bindings: list = []                    # (callee, parameter index, argument, call)
+        self.call_results: dict = {}                # id(call) -> (call, callee)
+        self.clean: set = set()                     # (function, parameter index) kept apart
 
     # --- union-find with points-to -------------------------------------------------------
     def pts(self, n: AbsLoc) -> AbsLoc:
@@ -165,7 +169,9 @@ class PointsTo:
     def _call_value(self, call: Node) -> AbsLoc | None:
         name = call.callee
         if name in self._defined:
-            return self.ret(name)
+            # bound to the callee's result after the analysis (see _bind_calls)
+            self.call_results.setdefault(id(call), (call, name))
+            return self._site(call, f"<{name}() at line {call.line}>")
         if name in ALLOCATORS:
             return self._site(call, f"<{name} at line {call.line}>")
         if name == "realloc" and len(call.children) > 1:
@@ -182,18 +188,118 @@ class PointsTo:
     def analyse(self, unit: Unit) -> "PointsTo":
         self._defined = unit.functions
         for g in unit.globals:
+            self.owner[g.ref] = None
             self._visit(g, None)
         for fn in unit.functions.values():
             for p in fn.params:
+                self.owner[p] = fn.name
                 self.var(p)
             self._visit(fn.body, fn.name)
-        # unknown callees may store pointers to anything they get into globals: model all
-        # globals as reachable from the external node through `external_reach` (effects.py)
+        self._bind_calls()
         return self
+
+    # --- calls: parameters kept apart per call site where that is sound -----------------------
+    def _bind_calls(self):
+        """Unifying every call's arguments with the callee's parameters would make all buffers
+        ever passed to one helper alias each other. A parameter whose pointee is reachable only
+        from the callee's own variables (not stored in globals, the heap, other functions or
+        returned, except as itself) is kept apart: its effects are mapped onto each call's
+        argument (`substitution`). Others are unified, to a fixpoint."""
+        done_args, done_ret, done_val = set(), set(), set()
+        while True:
+            self.clean = self._clean_parameters()
+            changed = False
+            for fn, i, arg, call in self.bindings:
+                if (fn, i) not in self.clean and (id(call), i) not in done_args:
+                    done_args.add((id(call), i))
+                    self.join(self.pts(self.var(self._defined[fn].params[i])), self.val(arg))
+                    changed = True
+            for key, (call, fn) in self.call_results.items():
+                i = self.returned_parameter(fn)
+                site = self._site(call, "")
+                if i is not None and i + 1 < len(call.children) and key not in done_val:
+                    done_val.add(key)
+                    self.join(site, self.val(call.children[i + 1]))
+                    changed = True
+                elif i is None and key not in done_ret:
+                    done_ret.add(key)
+                    self.join(site, self.ret(fn))
+                    changed = True
+            if not changed:
+                return
+
+    def returned_parameter(self, fn: str) -> int | None:
+        """Index of the kept-apart parameter `fn` returns (like `return p;`), if that is all it returns."""
+        r = self.returns.get(fn)
+        if r is None:
+            return None
+        for i, p in enumerate(self._defined[fn].params):
+            if (fn, i) in self.clean and find(r) is find(self.pts(self.var(p))):
+                return i
+        return None
+
+    def _chain(self, n: AbsLoc | None, limit: int = 8):
+        out, seen = [], set()
+        while n is not None and len(out) < limit:
+            n = find(n)
+            if id(n) in seen:
+                break
+            seen.add(id(n))
+            out.append(n)
+            n = n._pts
+        return out
+
+    def _clean_parameters(self) -> set:
+        owners: dict[int, set] = {}
+
+        def mark(start, owner):
+            for n in self._chain(start):
+                owners.setdefault(id(n), set()).add(owner)
+
+        for key, loc in self.locs.items():
+            mark(loc, self.owner.get(key, None))
+        for fn, r in self.returns.items():
+            mark(r, "ret:" + fn)
+        for key, site in self.sites.items():
+            if key not in self.call_results:
+                mark(site, None)
+        mark(self.external, None)
+        clean = set()
+        for name, fn in self._defined.items():
+            for i, p in enumerate(fn.params):
+                chain = self._chain(self.pts(self.var(p)))
+                ok = bool(chain)
+                for depth, n in enumerate(chain):
+                    o = owners.get(id(n), set()) - {name}
+                    if o - {"ret:" + name}:
+                        ok = False
+                    elif o and not (depth == 0 and self.returns.get(name) is not None
+                                    and find(self.returns[name]) is n):
+                        ok = False
+                if ok:
+                    clean.add((name, i))
+        return clean
+
+    def substitution(self, fn: str, call: Node) -> dict:
+        """For a call of `fn`: id(callee class) -> the caller's locations it stands for."""
+        out: dict[int, list] = {}
+        params = self._defined[fn].params
+        for i, p in enumerate(params):
+            if (fn, i) not in self.clean or i + 1 >= len(call.children):
+                continue
+            callee_chain = self._chain(self.pts(self.var(p)))
+            arg = self.val(call.children[i + 1])
+            for depth, c in enumerate(callee_chain):
+                if arg is None:
+                    break
+                out.setdefault(id(c), []).append(arg)
+                arg = self.pts(arg)
+        return out
 
     def _visit(self, n: Node, fn: str | None):
         k = n.kind
         if k == "VAR_DECL":
+            self.owner.setdefault(n.ref, None if n.is_global else fn)
             loc = self.var(n.ref, n.is_global)
             for init in n.children:
                 if init.kind == "INIT_LIST_EXPR":
@@ -209,8 +315,10 @@ class PointsTo:
         elif k == "CALL_EXPR":
             target = self._defined.get(n.callee)
             if target is not None:
-                for param, arg in zip(target.params, n.children[1:]):
-                    self.join(self.pts(self.var(param)), self.val(arg))
+                for i, arg in enumerate(n.children[1:len(target.params) + 1]):
+                    self.bindings.append((n.callee, i, arg, n))
+                    self.val(arg)
+                self.val(n)
             elif n.callee in ("memcpy", "memmove") and len(n.children) > 2:
                 # copying memory copies the pointers it holds
                 self.join(self.pts(self.val(n.children[1]) or AbsLoc()),

@@ -39,12 +39,24 @@ class Effects:
         if self.stop is None:
             self.stop = (why, node)
 
-    def merge(self, other: "Effects", at: Node | None = None, keep_stop: bool = True):
+    def merge(self, other: "Effects", at: Node | None = None, keep_stop: bool = True,
+              subst: dict | None = None):
+        """Adds `other` (a callee's summary when `at` is the call), mapping the callee's
+        parameter locations onto the call's arguments through `subst`."""
+        subst = subst or {}
+
+        def mapped(loc):
+            return subst.get(id(find(loc)), [loc])
+
         for loc, n in other.reads.items():
-            self.reads.setdefault(find(loc), at or n)
+            for m in mapped(loc):
+                self.reads.setdefault(find(m), at or n)
         for loc, n in other.writes.items():
-            self.writes.setdefault(find(loc), at or n)
-        self.unknown.extend((name, args, at or n) for name, args, n in other.unknown)
+            for m in mapped(loc):
+                self.writes.setdefault(find(m), at or n)
+        for name, args, n in other.unknown:
+            margs = [m for a in args if a is not None for m in mapped(a)]
+            self.unknown.append((name, margs, at or n))
         if other.io is not None and self.io is None:
             self.io = at or other.io
         if keep_stop and other.stop and self.stop is None:
@@ -271,7 +283,7 @@ class EffectAnalysis:
         if name in self.unit.functions:
             summary = self.summaries.get(name)
             if summary is not None:
-                eff.merge(summary, at=call)
+                eff.merge(summary, at=call, subst=self.pts.substitution(name, call))
                 if summary.stop:
                     eff.stop = eff.stop or (f"calls {name}, which {summary.stop[0]}", call)
             return
