@@ -1,0 +1,313 @@
+"""`mpiopt bench allreduce`: mpiopt's allreduce algorithms against the vendor's MPI_Allreduce.
+
+Runs the C benchmark `mpiopt-allreduce --algorithms all --json` (every algorithm and the vendor's
+in the same run, interleaved call by call) for each built MPI flavour and process count, then
+prints a table per run, writes a CSV table, a PNG plot and a JSON file to the results directory,
+and checks the performance bar: `auto` at least as fast as the vendor from 64 KiB up and never
+below 0.8x of it. Also the measuring back end of `mpiopt tune`."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+from pathlib import Path
+
+from .. import mpi
+
+NAME = "allreduce"
+HELP = "allreduce algorithms vs the vendor's MPI_Allreduce (latency, bandwidth, plot)"
+IN_REPORT = True
+EXAMPLE = """examples:
+  mpiopt bench allreduce                          p = 2 and 4, 8 B..16 MiB, every built MPI
+  mpiopt bench allreduce -np 4 --flavour mpich --sizes 1K:1M
+  mpiopt bench allreduce -np 2 --sizes 8:64K --iterations 200 --json
+"""
+
+BENCH_BINARY = "mpiopt-allreduce"
+# What the bar asks of `auto` (vendor_time / auto_time): >= 1.0 from 64 KiB up, >= 0.8 everywhere.
+BAR_FROM_BYTES = 64 * 1024
+BAR_LARGE = 1.0
+BAR_ANY = 0.8
+# Comparisons use the median over iterations of the slowest rank's time: on a shared machine one
+# descheduled rank stretches single calls by milliseconds and would dominate OSU's average.
+STAT = "median_us"
+ALGORITHMS = ("vendor", "auto", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks")
+SHORT_NAMES = {"recursive_doubling": "rec_dbl", "rabenseifner": "rabenseif", "binary_blocks": "bin_blocks"}
+
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
+          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
+
+
+def parse_bytes(text: str) -> int:
+    """'8', '64K', '16M', '1GiB' -> bytes (binary units)."""
+    from ..cli import UsageError
+    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).upper() not in _UNITS:
+        raise UsageError(f"bad size {text!r} (expected bytes such as 8, 64K, 16M)")
+    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if value < 1:
+        raise UsageError(f"bad size {text!r}: must be at least 1 byte")
+    return value
+
+
+def parse_size_range(text: str) -> tuple[int, int]:
+    """'MIN:MAX' (or just 'MAX', from 8 bytes) -> (min, max) in bytes."""
+    from ..cli import UsageError
+    lo, sep, hi = text.partition(":")
+    low, high = (parse_bytes(lo), parse_bytes(hi)) if sep else (8, parse_bytes(lo))
+    if low > high:
+        raise UsageError(f"bad size range {text!r}: the minimum is larger than the maximum")
+    return low, high
+
+
+def parse_ranks(text: str) -> list[int]:
+    """'2,4' -> [2, 4]."""
+    from ..cli import UsageError
+    try:
+        ranks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ranks = []
+    if not ranks or any(p < 1 for p in ranks):
+        raise UsageError(f"bad process counts {text!r} (expected e.g. 2,4)")
+    return ranks
+
+
+def human_bytes(n: int) -> str:
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return f"{n}"
+
+
+def parse_algorithms(text: str) -> str:
+    """Checks a --algorithms value here, so a typo is a usage error before any MPI run."""
+    from ..cli import UsageError
+    if text == "all":
+        return text
+    names = text.split(",")
+    bad = [n for n in names if n not in ALGORITHMS]
+    if bad or len(set(names)) != len(names):
+        raise UsageError(f"bad --algorithms {text!r}: expected all or a comma-separated list of "
+                         f"{', '.join(ALGORITHMS)} without repeats")
+    return text
+
+
+def choose_flavours(requested: str) -> list[str]:
+    """`all` -> every flavour whose libmpiopt and benchmark are built; else that one, checked."""
+    from ..cli import UsageError
+    if requested == "all":
+        flavours = [f for f in mpi.built_flavours() if mpi.binary(f, BENCH_BINARY).exists()]
+        if not flavours:
+            raise UsageError(f"no MPI flavour has {BENCH_BINARY} built: run `make build` first")
+        return flavours
+    if requested not in mpi.FLAVOURS:
+        raise UsageError(f"unknown MPI flavour {requested!r} (expected {', '.join(mpi.FLAVOURS)} or all)")
+    if not mpi.binary(requested, BENCH_BINARY).exists():
+        raise UsageError(f"{mpi.binary(requested, BENCH_BINARY)} is not built: run `make build` first")
+    return [requested]
+
+
+def measure(flavour: str, np: int, sizes: tuple[int, int], algorithms: str = "all",
+            iterations: int = 50, warmup: int = 5, iterations_large: int = 10, warmup_large: int = 2,
+            datatype: str = "double", op: str = "sum", reduce: bool = False,
+            validate: bool = False, timeout: float = 900) -> dict:
+    """Runs the C benchmark once and returns its JSON document (rows in "results")."""
+    argv = [mpi.binary(flavour, BENCH_BINARY), "-m", f"{sizes[0]}:{sizes[1]}",
+            "-i", iterations, "-x", warmup, "--iterations-large", iterations_large,
+            "--warmup-large", warmup_large, "-T", datatype, "--op", op,
+            "--algorithms", algorithms, "--json"]
+    if reduce:
+        argv.append("--reduce")
+    if validate:
+        argv.append("-c")
+    # --bind-to none: with more ranks than cores a rank pinned to a busy core would starve.
+    try:
+        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=True)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) took more than {timeout:.0f} s")
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) failed (exit {proc.returncode}):\n{tail}")
+    try:
+        doc = json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) printed no valid JSON: {e}")
+    doc["flavour"] = flavour
+    return doc
+
+
+def by_size(doc: dict) -> dict[int, dict[str, dict]]:
+    """{bytes: {algorithm: row}} from a benchmark document."""
+    table: dict[int, dict[str, dict]] = {}
+    for row in doc["results"]:
+        table.setdefault(row["bytes"], {})[row["algorithm"]] = row
+    return table
+
+
+def auto_ratios(doc: dict) -> dict[int, float]:
+    """vendor_time / auto_time per size (> 1: auto is faster)."""
+    out = {}
+    for size, rows in sorted(by_size(doc).items()):
+        if "vendor" in rows and "auto" in rows and rows["auto"][STAT] > 0:
+            out[size] = rows["vendor"][STAT] / rows["auto"][STAT]
+    return out
+
+
+def bar_holds(ratios: dict[int, float]) -> bool:
+    return all(r >= BAR_ANY and (size < BAR_FROM_BYTES or r >= BAR_LARGE) for size, r in ratios.items())
+
+
+def add_arguments(p) -> None:
+    p.add_argument("-np", default="2,4", metavar="LIST", help="process counts, comma-separated (default 2,4)")
+    p.add_argument("--flavour", default="all", help="openmpi, mpich or all built ones (default all)")
+    p.add_argument("--sizes", default="8:16M", metavar="MIN:MAX",
+                   help="message sizes in bytes, doubling; K/M suffixes allowed (default 8:16M)")
+    p.add_argument("--algorithms", default="all",
+                   help="comma-separated algorithms (vendor, auto, binomial, recursive_doubling, ring, "
+                   "rabenseifner, binary_blocks) or all (default)")
+    p.add_argument("--iterations", type=int, default=50, help="timed iterations up to 8 KiB (default 50)")
+    p.add_argument("--iterations-large", type=int, default=10, help="timed iterations above 8 KiB (default 10)")
+    p.add_argument("--warmup", type=int, default=5, help="warm-up iterations up to 8 KiB (default 5)")
+    p.add_argument("--warmup-large", type=int, default=2, help="warm-up iterations above 8 KiB (default 2)")
+    p.add_argument("--type", default="double", help="element type: double (default), float, int, char, ...")
+    p.add_argument("--op", default="sum", choices=["sum", "prod", "max", "min"], help="reduction op (default sum)")
+    p.add_argument("--reduce", action="store_true", help="benchmark MPI_Reduce (root 0) instead")
+    p.add_argument("--validate", action="store_true", help="also check every result (-c)")
+
+
+def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
+    from ..cli import UsageError
+    for name in ("iterations", "iterations_large"):
+        if getattr(args, name) < 1:
+            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
+    for name in ("warmup", "warmup_large"):
+        if getattr(args, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    ranks = parse_ranks(args.np)
+    parse_algorithms(args.algorithms)
+    sizes = parse_size_range(args.sizes)
+    flavours = choose_flavours(args.flavour)
+    return flavours, ranks, sizes
+
+
+def run(args) -> int:
+    from rich.console import Console
+    from rich.progress import Progress
+    from ..cli import UsageError
+
+    flavours, ranks, sizes = _check_args(args)
+    console = Console(stderr=args.json)
+    docs = []
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("allreduce benchmark", total=len(flavours) * len(ranks))
+        for flavour in flavours:
+            for np in ranks:
+                progress.update(task, description=f"allreduce: {flavour}, {np} ranks")
+                try:
+                    docs.append(measure(flavour, np, sizes, args.algorithms, args.iterations, args.warmup,
+                                        args.iterations_large, args.warmup_large, args.type, args.op,
+                                        args.reduce, args.validate))
+                except RuntimeError as e:
+                    if "unknown data type" in str(e):  # the C program knows the types
+                        raise UsageError(str(e).splitlines()[-1])
+                    console.print(f"[red]error:[/red] {e}")
+                    return 1
+                progress.advance(task)
+
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    stem = "reduce" if args.reduce else "allreduce"
+    files = [write_csv(docs, results / f"{stem}.csv"), write_plot(docs, results / f"{stem}.png")]
+    (results / f"{stem}.json").write_text(json.dumps(docs, indent=1) + "\n")
+    files.append(results / f"{stem}.json")
+
+    summary = [{"flavour": d["flavour"], "ranks": d["ranks"],
+                "vendor_over_auto": {str(s): round(r, 4) for s, r in auto_ratios(d).items()},
+                "bar_holds": bar_holds(auto_ratios(d)) if auto_ratios(d) else None} for d in docs]
+    if args.json:
+        print(json.dumps({"runs": docs, "summary": summary, "files": [str(f) for f in files]}, indent=1))
+    else:
+        for doc in docs:
+            print_table(console, doc)
+        console.print("files: " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def print_table(console, doc: dict) -> None:
+    from rich.table import Table
+    algorithms = doc["algorithms"]
+    op = "MPI_Reduce" if doc["operation"] == "reduce" else "MPI_Allreduce"
+    table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
+                  "median latency (us)", title_justify="left")
+    table.add_column("bytes", justify="right")
+    for alg in algorithms:
+        table.add_column(SHORT_NAMES.get(alg, alg), justify="right")
+    ratios = auto_ratios(doc)
+    if ratios:
+        table.add_column("vendor/auto", justify="right")
+    for size, rows in sorted(by_size(doc).items()):
+        fastest = min(rows.values(), key=lambda r: r[STAT])["algorithm"]
+        cells = [human_bytes(size)]
+        for alg in algorithms:
+            text = f"{rows[alg][STAT]:.1f}" if alg in rows else "-"
+            cells.append(f"[bold green]{text}[/]" if alg == fastest else text)
+        if ratios:
+            r = ratios.get(size)
+            ok = r is not None and r >= BAR_ANY and (size < BAR_FROM_BYTES or r >= BAR_LARGE)
+            cells.append("-" if r is None else f"[{'green' if ok else 'red'}]{r:.2f}x[/]")
+        table.add_row(*cells)
+    console.print(table)
+    if ratios:
+        verdict = "holds" if bar_holds(ratios) else "does NOT hold"
+        console.print(f"bar (auto >= {BAR_LARGE}x vendor from {human_bytes(BAR_FROM_BYTES)}, never < {BAR_ANY}x): "
+                      f"[bold]{verdict}[/] for {doc['flavour']}, {doc['ranks']} ranks "
+                      f"(min ratio {min(ratios.values()):.2f}x; fastest per size in green)\n")
+
+
+def write_csv(docs: list[dict], path: Path) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["flavour", "ranks", "operation", "datatype", "op", "algorithm", "bytes", "iterations",
+                    "median_us", "avg_us", "min_us", "max_us", "bandwidth_mb_s", "vendor_over_algorithm"])
+        for doc in docs:
+            table = by_size(doc)
+            for row in doc["results"]:
+                vendor = table[row["bytes"]].get("vendor")
+                ratio = vendor[STAT] / row[STAT] if vendor and row[STAT] > 0 else ""
+                w.writerow([doc["flavour"], doc["ranks"], doc["operation"], doc["datatype"], doc["op"],
+                            row["algorithm"], row["bytes"], row["iterations"], row["median_us"], row["avg_us"], row["min_us"],
+                            row["max_us"], row["bandwidth_mb_s"], f"{ratio:.4f}" if ratio != "" else ""])
+    return path
+
+
+def write_plot(docs: list[dict], path: Path) -> Path:
+    """One row of two panels per run: latency and bandwidth against size, a line per algorithm."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(docs), 2, figsize=(12, 4 * len(docs)), squeeze=False)
+    for (lat_ax, bw_ax), doc in zip(axes, docs):
+        table = by_size(doc)
+        sizes = sorted(table)
+        for alg in doc["algorithms"]:
+            xs = [s for s in sizes if alg in table[s]]
+            style = dict(linewidth=2.5, color="black") if alg == "vendor" else dict(linewidth=1.3)
+            if alg == "auto":
+                style = dict(linewidth=2.5, linestyle="--", color="tab:red")
+            lat_ax.plot(xs, [table[s][alg][STAT] for s in xs], marker=".", label=alg, **style)
+            bw_ax.plot(xs, [s / table[s][alg][STAT] for s in xs], marker=".", label=alg, **style)
+        title = f"{doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}"
+        lat_ax.set(xscale="log", yscale="log", xlabel="message size (bytes)", ylabel="median latency (us)",
+                   title=f"{doc['operation']} latency: {title}")
+        bw_ax.set(xscale="log", xlabel="message size (bytes)", ylabel="bandwidth = bytes / median time (MB/s)",
+                  title=f"{doc['operation']} bandwidth: {title}")
+        for ax in (lat_ax, bw_ax):
+            ax.set_xscale("log", base=2)
+            ax.grid(True, which="both", alpha=0.3)
+        lat_ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
