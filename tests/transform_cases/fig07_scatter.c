@@ -26,7 +26,14 @@ int main(int argc, char **argv)
     float sub_nums[4];
     MPI_Scatter(nums, len, MPI_FLOAT, sub_nums, len, MPI_FLOAT, root, MPI_COMM_WORLD);
     float t = do_computation(nums, len * size);
-    printf("rank %d: %g %g %g %g (t=%g)\n", rank, sub_nums[0], sub_nums[1], sub_nums[2], sub_nums[3], rank == root ? t : 0.0f);
+    float mine[5] = {sub_nums[0], sub_nums[1], sub_nums[2], sub_nums[3], rank == root ? t : 0.0f};
+    float *all = malloc(sizeof(float) * 5 * size);
+    MPI_Gather(mine, 5, MPI_FLOAT, all, 5, MPI_FLOAT, root, MPI_COMM_WORLD);
+    if (rank == root)
+        for (int r = 0; r < size; r++)
+            printf("rank %d: %g %g %g %g (t=%g)\n", r, all[5 * r], all[5 * r + 1], all[5 * r + 2],
+                   all[5 * r + 3], all[5 * r + 4]);
+    free(all);
     free(nums);
     MPI_Finalize();
     return 0;

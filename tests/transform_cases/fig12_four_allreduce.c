@@ -39,7 +39,8 @@ int main(int argc, char **argv)
     sub_arr3 = scalarMultiply(sub_arr3, (minA2 + maxA2) * 0.5, num_elements);
     MPI_Allreduce(sub_arr3, sumA3temp, num_elements, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     finalsum = sum(sumA3temp, num_elements);
-    printf("rank %d: avg %.6g min %.6g max %.6g final %.6g\n", rank, avgA1, minA2, maxA2, finalsum);
+    if (rank == 0)
+        printf("avg %.10e min %.10e max %.10e final %.10e\n", avgA1, minA2, maxA2, finalsum);
     free(sub_arr1); free(sub_arr2); free(sub_arr3);
     free(sumA1temp); free(minA2temp); free(maxA2temp); free(sumA3temp);
     MPI_Finalize();
