@@ -155,11 +155,41 @@ COMPLEX_KERNELS(cldbl, long double)
     }                                                                                          \
     BINARY_KERNEL(minloc_##S, pair_##S, minloc_pick_##S(a, b))                                 \
     BINARY_KERNEL(maxloc_##S, pair_##S, maxloc_pick_##S(a, b))
+/* Pairs with padding ({double, int} is 16 bytes, {short, int} 8) defeat the vectorizer: lanes of
+ * mixed widths. They are processed instead as two equal-width words, the value and a word that
+ * holds the index in its low bytes (little-endian) and the padding above; the index is compared
+ * as the low part, and the whole word, padding included, is copied with the choice. */
+#define LOC_KERNELS_PADDED(S, V, W, VW, IDX)                                                  \
+    typedef struct { VW vw; W w; } pair_##S;                                                   \
+    static inline V pv_##S(pair_##S p) { return (V)p.vw; }                                     \
+    static inline pair_##S minloc_pick_##S(pair_##S a, pair_##S b)                             \
+    {                                                                                          \
+        int take_a = (pv_##S(a) < pv_##S(b)) |                                                 \
+                     ((pv_##S(a) == pv_##S(b)) & ((IDX)a.w < (IDX)b.w));                       \
+        return (pair_##S){ take_a ? a.vw : b.vw, take_a ? a.w : b.w };                         \
+    }                                                                                          \
+    static inline pair_##S maxloc_pick_##S(pair_##S a, pair_##S b)                             \
+    {                                                                                          \
+        int take_a = (pv_##S(a) > pv_##S(b)) |                                                 \
+                     ((pv_##S(a) == pv_##S(b)) & ((IDX)a.w < (IDX)b.w));                       \
+        return (pair_##S){ take_a ? a.vw : b.vw, take_a ? a.w : b.w };                         \
+    }                                                                                          \
+    BINARY_KERNEL(minloc_##S, pair_##S, minloc_pick_##S(a, b))                                 \
+    BINARY_KERNEL(maxloc_##S, pair_##S, maxloc_pick_##S(a, b))
+
 LOC_KERNELS(float_int, float, int)
+LOC_KERNELS(2int, int, int)
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && __SIZEOF_LONG__ == 8
+LOC_KERNELS_PADDED(double_int, double, int64_t, double, int32_t)
+LOC_KERNELS_PADDED(long_int, long, int64_t, long, int32_t)
+/* {short, int}: the short sits in the low half of a 32-bit word */
+LOC_KERNELS_PADDED(short_int, int16_t, int32_t, int32_t, int32_t)
+#else
 LOC_KERNELS(double_int, double, int)
 LOC_KERNELS(long_int, long, int)
-LOC_KERNELS(2int, int, int)
 LOC_KERNELS(short_int, short, int)
+#endif
+/* x87 long double has no vector unit: scalar on every target */
 LOC_KERNELS(ldbl_int, long double, int)
 LOC_KERNELS(2float, float, float)
 LOC_KERNELS(2double, double, double)
