@@ -1,0 +1,78 @@
+/* Binomial tree reduce, and allreduce as binomial reduce + binomial broadcast (MPICH-1's
+ * algorithm: half the processes idle at every step).
+ *
+ *   reduce:    ceil(log2 p)*(alpha + n*beta + n*gamma)
+ *   bcast:     ceil(log2 p)*(alpha + n*beta)
+ *   allreduce: ceil(log2 p)*(2*alpha + 2*n*beta + n*gamma)
+ *
+ * Non-commutative ops: the tree is built on ranks 0..p-1 (subtrees are runs of consecutive
+ * ranks, lower on the left), reduced to rank 0 and sent on to the root. Commutative ops root
+ * the tree at the root itself. */
+#include <stdlib.h>
+#include "coll.h"
+
+int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int root)
+{
+    int p = c->size, vr = (c->rank - root + p) % p, mask = 1, rc = MPI_SUCCESS;
+    while (mask < p) {
+        if (vr & mask) {
+            rc = PMPI_Recv(buf, (int)count, c->datatype, (vr - mask + root) % p, MPIOPT_TAG,
+                           c->comm, MPI_STATUS_IGNORE);
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; rc == MPI_SUCCESS && mask > 0; mask >>= 1)
+        if (vr + mask < p)
+            rc = PMPI_Send(buf, (int)count, c->datatype, (vr + mask + root) % p, MPIOPT_TAG,
+                           c->comm);
+    return rc;
+}
+
+/* Reduces to tree_root (rank order when the op is not commutative: then tree_root is 0). */
+static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_root)
+{
+    int p = c->size, vr = (c->rank - tree_root + p) % p, rc = MPI_SUCCESS;
+    void *tmp = NULL;
+    for (int mask = 1; mask < p; mask <<= 1) {
+        if (vr & mask) {
+            rc = PMPI_Send(buf, (int)count, c->datatype, (vr - mask + tree_root) % p, MPIOPT_TAG,
+                           c->comm);
+            break;
+        }
+        if (vr + mask >= p)
+            continue;
+        if (!tmp && !(tmp = malloc(count * c->extent + 1)))
+            return MPI_ERR_NO_MEM;
+        rc = PMPI_Recv(tmp, (int)count, c->datatype, (vr + mask + tree_root) % p, MPIOPT_TAG,
+                       c->comm, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_coll_reduce_right(c, buf, tmp, count);
+        if (rc != MPI_SUCCESS)
+            break;
+    }
+    free(tmp);
+    return rc;
+}
+
+int mpiopt_reduce_binomial(const mpiopt_coll *c, void *buf, size_t count, int root)
+{
+    int tree_root = c->commutative ? root : 0;
+    int rc = reduce_tree(c, buf, count, tree_root);
+    if (rc != MPI_SUCCESS || tree_root == root)
+        return rc;
+    if (c->rank == tree_root)
+        return PMPI_Send(buf, (int)count, c->datatype, root, MPIOPT_TAG, c->comm);
+    if (c->rank == root)
+        return PMPI_Recv(buf, (int)count, c->datatype, tree_root, MPIOPT_TAG, c->comm,
+                         MPI_STATUS_IGNORE);
+    return MPI_SUCCESS;
+}
+
+int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count)
+{
+    int rc = reduce_tree(c, buf, count, 0);
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_bcast_binomial(c, buf, count, 0);
+    return rc;
+}

@@ -1,0 +1,116 @@
+/* Internal interface of the collective algorithms (src/coll/).
+ *
+ * Layers: allreduce.c / reduce.c check arguments and hand over to the algorithm select.c names;
+ * each algorithm file works in place on a contiguous buffer through an mpiopt_coll context, using
+ * only PMPI point-to-point calls on a private communicator and the reduction helpers below.
+ * Nothing here knows about LD_PRELOAD (src/interpose/) or kernel internals (src/kernels/). */
+#ifndef MPIOPT_COLL_H
+#define MPIOPT_COLL_H
+
+#include <stddef.h>
+#include "mpiopt.h"
+#include "op_kernel.h"
+
+/* One collective call as the algorithms see it. */
+typedef struct {
+    MPI_Comm comm;          /* private duplicate of the user's communicator: no tag clashes */
+    int rank, size;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    size_t extent;          /* bytes per element in memory */
+    int commutative;
+    int has_kernel;
+    mpiopt_op_kernel kernel;
+} mpiopt_coll;
+
+/* Fills *c for a call on the user's communicator; returns an MPI error code. */
+int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op);
+
+/* The private duplicate of a user communicator, created on first use and freed with it. */
+int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm);
+
+/* Pointer to element i of a buffer. */
+static inline char *mpiopt_at(const mpiopt_coll *c, const void *buf, size_t i)
+{
+    return (char *)buf + i * c->extent;
+}
+
+/* inout[0..n) = in[0..n) op inout[0..n): `in` is the left operand (lower ranks). */
+int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, size_t n);
+/* inout[0..n) = inout[0..n) op in[0..n): `inout` is the left operand; `in` may be overwritten
+ * (it is scratch: non-commutative user ops need it to compute the result out of place). */
+int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t n);
+
+/* Element range [lo, hi) of a count-element buffer owned by `path` after `levels` steps of
+ * recursive halving: bit i of path picks the upper (1) or lower (0) half at step i. Halving in
+ * this order keeps every partial result a reduction of consecutive ranks, and the ranges of a
+ * smaller block of processes are unions of those of a bigger one (binary_blocks.c needs that). */
+void mpiopt_halving_range(size_t count, unsigned path, int levels, size_t *lo, size_t *hi);
+
+/* ---- phases on a group of 2^levels processes (group rank g = rank_of[g] in c->comm) ---- */
+
+/* Reduce-scatter by recursive halving: afterwards group member g holds, in
+ * buf[mpiopt_halving_range(count, g, levels)], the rank-ordered reduction of all members' buffers
+ * over that range. tmp: count elements of scratch. */
+int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
+                                  const int *rank_of, int levels, int g);
+/* Allgather by recursive doubling: the inverse of the reduce-scatter above. */
+int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
+                              int levels, int g);
+/* Binomial gather of the halving ranges into group member `dst`'s buf. */
+int mpiopt_gather_halving(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
+                          int levels, int g, int dst);
+
+/* The power-of-two fold used by recursive doubling and Rabenseifner for any p: the first
+ * 2*(p - p2) ranks pair up (2i, 2i+1); the even one sends its buffer to the odd one, which reduces
+ * (even op odd) and takes part as group member i; the others are members rank - (p - p2).
+ * Sets *g to the group rank, or -1 for ranks that sit out; rank_of (p2 entries) maps back. */
+int mpiopt_fold_in(const mpiopt_coll *c, void *buf, void *tmp, size_t count, int *rank_of,
+                   int *levels, int *g);
+/* Gives the ranks that sat out the result of their odd partner. */
+int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count);
+
+/* Ring phases over all ranks of c->comm (commutative ops only: each block is reduced in a rotated
+ * rank order). After the reduce-scatter, rank r holds block (r + 1) % p of mpiopt_ring_block. */
+void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi);
+int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count);
+int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count);
+
+/* Binomial broadcast of count elements from rank root. */
+int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int root);
+
+/* ---- the algorithms: buf holds this rank's contribution and receives the result ---- */
+int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count);
+int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count);
+int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count);
+int mpiopt_allreduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count);
+int mpiopt_allreduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count);
+/* Reduce: buf is scratch of count elements on every rank; the result lands in the root's buf. */
+int mpiopt_reduce_binomial(const mpiopt_coll *c, void *buf, size_t count, int root);
+int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root);
+int mpiopt_reduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count, int root);
+int mpiopt_reduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count, int root);
+
+/* ---- selection (select.c) ---- */
+/* The algorithm to run: `requested` unless it is AUTO (then the env var, tuning table or cost
+ * model decides); an algorithm that cannot do a non-commutative op is replaced by one that can.
+ * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong). */
+mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
+                               int commutative, int vendor_ok, int rank);
+/* 1 if the algorithm reduces in rank order (valid for non-commutative ops). */
+int mpiopt_keeps_order(int is_reduce, mpiopt_algorithm a);
+
+/* Largest power of two <= p, and its log2. */
+static inline int mpiopt_pow2_floor(int p, int *log2p)
+{
+    int l = 0;
+    while ((2 << l) <= p)
+        l++;
+    if (log2p)
+        *log2p = l;
+    return 1 << l;
+}
+
+#define MPIOPT_TAG 7    /* every internal message is on the private communicator */
+
+#endif

@@ -1,0 +1,47 @@
+#include <stddef.h>
+#include "collective_args.h"
+
+int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes)
+{
+    int inter = 0, size;
+    if (comm == MPI_COMM_NULL || datatype == MPI_DATATYPE_NULL || count < 0)
+        return 0;   /* the vendor reports the error */
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return 0;
+    MPI_Aint lb, extent, true_lb, true_extent;
+    if (PMPI_Type_get_extent(datatype, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(datatype, &true_lb, &true_extent) != MPI_SUCCESS ||
+        PMPI_Type_size(datatype, &size) != MPI_SUCCESS)
+        return 0;
+    if (lb != 0 || true_lb != 0 || extent <= 0)
+        return 0;
+    int nints, naddrs, ntypes, combiner;
+    PMPI_Type_get_envelope(datatype, &nints, &naddrs, &ntypes, &combiner);
+    /* Predefined pair types (MPI_DOUBLE_INT, …) have padding: their extent exceeds their size,
+     * and they are still sent and copied whole. A derived type must have no holes at all. */
+    if (combiner != MPI_COMBINER_NAMED && (true_extent != extent || (MPI_Aint)size != extent))
+        return 0;
+    PMPI_Comm_size(comm, p);
+    *bytes = (size_t)count * (size_t)size;
+    return 1;
+}
+
+int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
+{
+#if defined(OMPI_MAJOR_VERSION)
+    if (op == MPI_SUM)
+        return datatype == MPI_SIGNED_CHAR || datatype == MPI_UNSIGNED_CHAR ||
+               datatype == MPI_CHAR || datatype == MPI_INT8_T || datatype == MPI_UINT8_T ||
+               datatype == MPI_SHORT || datatype == MPI_UNSIGNED_SHORT ||
+               datatype == MPI_INT16_T || datatype == MPI_UINT16_T;
+    if (op == MPI_MAX || op == MPI_MIN)
+        return datatype == MPI_UNSIGNED_LONG;
+#elif defined(MPICH_VERSION)
+    if (op == MPI_MAX || op == MPI_MIN)
+        return datatype == MPI_UNSIGNED_CHAR || datatype == MPI_UNSIGNED_SHORT ||
+               datatype == MPI_UNSIGNED || datatype == MPI_UNSIGNED_LONG ||
+               datatype == MPI_UNSIGNED_LONG_LONG || datatype == MPI_UINT8_T ||
+               datatype == MPI_UINT16_T || datatype == MPI_UINT32_T || datatype == MPI_UINT64_T;
+#endif
+    return 0;
+}

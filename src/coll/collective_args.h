@@ -1,0 +1,18 @@
+/* Argument checks shared by allreduce.c and reduce.c: what mpiopt runs itself and what it leaves
+ * to the vendor. */
+#ifndef MPIOPT_COLLECTIVE_ARGS_H
+#define MPIOPT_COLLECTIVE_ARGS_H
+
+#include <mpi.h>
+
+/* 1 if mpiopt's algorithms can take this call: an intracommunicator, count >= 0, and a datatype
+ * whose count elements are one dense block of count*extent bytes from the buffer address
+ * (predefined types, contiguous derived types). Sets *p and *bytes (count * size). */
+int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes);
+
+/* 1 where the vendor's own reduction is known to give wrong results (design.md: Open MPI 4.1.4's
+ * avx component saturates 8- and 16-bit integer sums and compares MPI_UNSIGNED_LONG as signed;
+ * MPICH 4.0.2 compares unsigned integers as signed in MAX / MIN): `auto` then avoids the vendor. */
+int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op);
+
+#endif

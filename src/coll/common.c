@@ -1,0 +1,104 @@
+/* What every algorithm shares: the private communicator, the call context and the two ways of
+ * applying the op (with the left operand in place or on the right). */
+#include <stdlib.h>
+#include <string.h>
+#include "coll.h"
+
+static int private_keyval = MPI_KEYVAL_INVALID;
+
+static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    MPI_Comm *dup = attr;
+    int rc = PMPI_Comm_free(dup);
+    free(dup);
+    return rc;
+}
+
+int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm)
+{
+    int rc, found = 0;
+    MPI_Comm *cached = NULL;
+    if (private_keyval == MPI_KEYVAL_INVALID) {
+        /* MPI_COMM_NULL_COPY_FN: a duplicate of the user's communicator gets its own private one
+         * on its first collective, never a shared one. */
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    rc = PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (found) {
+        *private_comm = *cached;
+        return MPI_SUCCESS;
+    }
+    cached = malloc(sizeof *cached);
+    if (!cached)
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Comm_dup(user_comm, cached);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
+    if (rc != MPI_SUCCESS) {
+        free(cached);
+        return rc;
+    }
+    *private_comm = *cached;
+    return MPI_SUCCESS;
+}
+
+int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)
+{
+    memset(c, 0, sizeof *c);
+    int rc = mpiopt_private_comm(user_comm, &c->comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    PMPI_Comm_rank(c->comm, &c->rank);
+    PMPI_Comm_size(c->comm, &c->size);
+    MPI_Aint lb, extent;
+    PMPI_Type_get_extent(datatype, &lb, &extent);
+    c->extent = (size_t)extent;
+    c->datatype = datatype;
+    c->op = op;
+    PMPI_Op_commutative(op, &c->commutative);
+    c->has_kernel = mpiopt_find_kernel(datatype, op, &c->kernel);
+    return MPI_SUCCESS;
+}
+
+int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, size_t n)
+{
+    if (n == 0)
+        return MPI_SUCCESS;
+    if (c->has_kernel) {
+        mpiopt_run2(c->kernel.k2, in, inout, n, c->kernel.elem_size);
+        return MPI_SUCCESS;
+    }
+    return PMPI_Reduce_local(in, inout, (int)n, c->datatype, c->op);
+}
+
+int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t n)
+{
+    if (n == 0)
+        return MPI_SUCCESS;
+    /* Predefined ops are commutative, and IEEE addition and multiplication are commutative bit
+     * for bit, so swapping the operands changes nothing there. */
+    if (c->commutative)
+        return mpiopt_coll_reduce_left(c, in, inout, n);
+    int rc = PMPI_Reduce_local(inout, in, (int)n, c->datatype, c->op);
+    if (rc == MPI_SUCCESS)
+        memcpy(inout, in, n * c->extent);
+    return rc;
+}
+
+void mpiopt_halving_range(size_t count, unsigned path, int levels, size_t *lo, size_t *hi)
+{
+    size_t l = 0, h = count;
+    for (int i = 0; i < levels; i++) {
+        size_t mid = l + (h - l) / 2;
+        if (path & (1u << i))
+            l = mid;
+        else
+            h = mid;
+    }
+    *lo = l;
+    *hi = h;
+}

@@ -1,0 +1,120 @@
+/* Phases shared by recursive doubling, Rabenseifner and binary blocks, for allreduce and reduce.
+ *
+ * On a group of q = 2^L processes holding n bytes each:
+ *   reduce-scatter by recursive halving:  L*alpha + (q-1)/q*n*(beta + gamma)
+ *   allgather by recursive doubling:      L*alpha + (q-1)/q*n*beta
+ *   binomial gather of the halves:        L*alpha + (q-1)/q*n*beta
+ *   fold of p - q surplus ranks:          alpha + n*(beta + gamma)   (and alpha + n*beta back)
+ *
+ * Halving starts with the nearest partner (distance 1, 2, 4, …): after step i a process holds
+ * the reduction over 2^(i+1) consecutive group members, lower members on the left, so the result
+ * is in rank order and non-commutative ops are safe. */
+#include "coll.h"
+
+static int sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int peer, void *rbuf,
+                    size_t rn)
+{
+    return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, peer, MPIOPT_TAG, rbuf, (int)rn, c->datatype,
+                         peer, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+}
+
+int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
+                                  const int *rank_of, int levels, int g)
+{
+    size_t lo = 0, hi = count;
+    for (int i = 0; i < levels; i++) {
+        int partner = g ^ (1 << i);
+        size_t mid = lo + (hi - lo) / 2;
+        int upper = (g >> i) & 1;
+        size_t keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
+        size_t send_lo = upper ? lo : mid, send_hi = upper ? mid : hi;
+        size_t keep_n = keep_hi - keep_lo;
+        int rc = sendrecv(c, mpiopt_at(c, buf, send_lo), send_hi - send_lo, rank_of[partner],
+                          mpiopt_at(c, tmp, keep_lo), keep_n);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        if (partner < g)
+            rc = mpiopt_coll_reduce_left(c, mpiopt_at(c, tmp, keep_lo), mpiopt_at(c, buf, keep_lo),
+                                         keep_n);
+        else
+            rc = mpiopt_coll_reduce_right(c, mpiopt_at(c, buf, keep_lo), mpiopt_at(c, tmp, keep_lo),
+                                          keep_n);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        lo = keep_lo;
+        hi = keep_hi;
+    }
+    return MPI_SUCCESS;
+}
+
+int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
+                              int levels, int g)
+{
+    for (int i = levels - 1; i >= 0; i--) {
+        int partner = g ^ (1 << i);
+        size_t mlo, mhi, plo, phi;
+        mpiopt_halving_range(count, (unsigned)g, i + 1, &mlo, &mhi);
+        mpiopt_halving_range(count, (unsigned)partner, i + 1, &plo, &phi);
+        int rc = sendrecv(c, mpiopt_at(c, buf, mlo), mhi - mlo, rank_of[partner],
+                          mpiopt_at(c, buf, plo), phi - plo);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int mpiopt_gather_halving(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
+                          int levels, int g, int dst)
+{
+    int relative = g ^ dst;
+    for (int i = levels - 1; i >= 0; i--) {
+        int partner = g ^ (1 << i);
+        size_t lo, hi;
+        int rc;
+        if (relative & (1 << i)) {
+            mpiopt_halving_range(count, (unsigned)g, i + 1, &lo, &hi);
+            return PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, rank_of[partner],
+                             MPIOPT_TAG, c->comm);
+        }
+        mpiopt_halving_range(count, (unsigned)partner, i + 1, &lo, &hi);
+        rc = PMPI_Recv(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, rank_of[partner],
+                       MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int mpiopt_fold_in(const mpiopt_coll *c, void *buf, void *tmp, size_t count, int *rank_of,
+                   int *levels, int *g)
+{
+    int p2 = mpiopt_pow2_floor(c->size, levels);
+    int surplus = c->size - p2;
+    for (int m = 0; m < p2; m++)
+        rank_of[m] = m < surplus ? 2 * m + 1 : m + surplus;
+    if (c->rank >= 2 * surplus) {
+        *g = c->rank - surplus;
+        return MPI_SUCCESS;
+    }
+    if (c->rank % 2 == 0) {
+        *g = -1;
+        return PMPI_Send(buf, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm);
+    }
+    *g = c->rank / 2;
+    int rc = PMPI_Recv(tmp, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm,
+                       MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return mpiopt_coll_reduce_left(c, tmp, buf, count);
+}
+
+int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count)
+{
+    int surplus = c->size - mpiopt_pow2_floor(c->size, NULL);
+    if (c->rank >= 2 * surplus)
+        return MPI_SUCCESS;
+    if (c->rank % 2 == 1)
+        return PMPI_Send(buf, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm);
+    return PMPI_Recv(buf, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm,
+                     MPI_STATUS_IGNORE);
+}

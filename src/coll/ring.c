@@ -1,0 +1,127 @@
+/* Ring allreduce and reduce: reduce-scatter around a ring, then allgather around it (allreduce)
+ * or a gather of the p blocks at the root (reduce). Every process sends and reduces the same
+ * amount at every step, the optimum for bandwidth, but latency grows with p.
+ *
+ *   reduce-scatter: (p-1)*alpha + (p-1)/p*n*(beta + gamma)
+ *   allgather:      (p-1)*alpha + (p-1)/p*n*beta
+ *   allreduce:      2*(p-1)*alpha + 2*(p-1)/p*n*beta + (p-1)/p*n*gamma
+ *   reduce:         2*(p-1)*alpha + 2*(p-1)/p*n*beta + (p-1)/p*n*gamma   (the gather is linear)
+ *
+ * Large blocks are sent in segments so that reducing one segment overlaps receiving the next.
+ * Each block is reduced in a rotated rank order: commutative ops only. */
+#include <stdlib.h>
+#include "coll.h"
+
+/* Small enough that a segment stays in L2 while it is reduced, big enough that the per-message
+ * cost is small against its transfer. */
+#define RING_SEGMENT_BYTES (128 * 1024)
+
+void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi)
+{
+    size_t base = count / (size_t)p, rem = count % (size_t)p, ub = (size_t)b;
+    *lo = ub * base + (ub < rem ? ub : rem);
+    *hi = *lo + base + (ub < rem ? 1 : 0);
+}
+
+int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count)
+{
+    int p = c->size, r = c->rank, rc = MPI_SUCCESS;
+    int right = (r + 1) % p, left = (r - 1 + p) % p;
+    size_t seg = RING_SEGMENT_BYTES / (c->extent ? c->extent : 1);
+    if (seg == 0)
+        seg = 1;
+    size_t max_block = count / (size_t)p + 1;
+    int max_segs = (int)((max_block + seg - 1) / seg) + 1;
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)max_segs);
+    if (!reqs)
+        return MPI_ERR_NO_MEM;
+    for (int s = 0; rc == MPI_SUCCESS && s < p - 1; s++) {
+        size_t slo, shi, rlo, rhi;
+        mpiopt_ring_block(count, p, (r - s + p) % p, &slo, &shi);
+        mpiopt_ring_block(count, p, (r - s - 1 + 2 * p) % p, &rlo, &rhi);
+        int nrecv = 0, nsend = 0;
+        for (size_t lo = rlo; lo < rhi; lo += seg) {
+            size_t n = rhi - lo < seg ? rhi - lo : seg;
+            PMPI_Irecv(mpiopt_at(c, tmp, lo), (int)n, c->datatype, left, MPIOPT_TAG, c->comm,
+                       &reqs[nrecv++]);
+        }
+        for (size_t lo = slo; lo < shi; lo += seg) {
+            size_t n = shi - lo < seg ? shi - lo : seg;
+            PMPI_Isend(mpiopt_at(c, buf, lo), (int)n, c->datatype, right, MPIOPT_TAG, c->comm,
+                       &reqs[max_segs + nsend++]);
+        }
+        /* segments of one sender arrive in order: reduce each as soon as it is in */
+        int i = 0;
+        for (size_t lo = rlo; lo < rhi && rc == MPI_SUCCESS; lo += seg, i++) {
+            size_t n = rhi - lo < seg ? rhi - lo : seg;
+            rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = mpiopt_coll_reduce_left(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, buf, lo), n);
+        }
+        if (rc == MPI_SUCCESS && nsend)
+            rc = PMPI_Waitall(nsend, &reqs[max_segs], MPI_STATUSES_IGNORE);
+    }
+    free(reqs);
+    return rc;
+}
+
+int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count)
+{
+    int p = c->size, r = c->rank;
+    int right = (r + 1) % p, left = (r - 1 + p) % p;
+    for (int s = 0; s < p - 1; s++) {
+        size_t slo, shi, rlo, rhi;
+        mpiopt_ring_block(count, p, (r + 1 - s + p) % p, &slo, &shi);
+        mpiopt_ring_block(count, p, (r - s + p) % p, &rlo, &rhi);
+        int rc = PMPI_Sendrecv(mpiopt_at(c, buf, slo), (int)(shi - slo), c->datatype, right,
+                               MPIOPT_TAG, mpiopt_at(c, buf, rlo), (int)(rhi - rlo), c->datatype,
+                               left, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count)
+{
+    void *tmp = malloc(count * c->extent + 1);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    int rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
+    free(tmp);
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_allgather_ring(c, buf, count);
+    return rc;
+}
+
+int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
+{
+    int p = c->size, rc;
+    void *tmp = malloc(count * c->extent + 1);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
+    free(tmp);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    size_t lo, hi;
+    if (c->rank != root) {
+        mpiopt_ring_block(count, p, (c->rank + 1) % p, &lo, &hi);
+        return PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, root, MPIOPT_TAG,
+                         c->comm);
+    }
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)p);
+    if (!reqs)
+        return MPI_ERR_NO_MEM;
+    int n = 0;
+    for (int r = 0; r < p; r++) {
+        if (r == root)
+            continue;
+        mpiopt_ring_block(count, p, (r + 1) % p, &lo, &hi);
+        PMPI_Irecv(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, r, MPIOPT_TAG, c->comm,
+                   &reqs[n++]);
+    }
+    rc = PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    return rc;
+}

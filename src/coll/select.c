@@ -1,0 +1,203 @@
+/* Choosing the algorithm for a call.
+ *
+ * Order of authority: an explicit algorithm argument; MPIOPT_ALLREDUCE / MPIOPT_REDUCE; the
+ * tuning table's rows for this communicator size (MPIOPT_TUNING_FILE, or the compiled-in rows
+ * measured on the development machine); the cost model. A choice that cannot reduce a
+ * non-commutative op in rank order is replaced by the cheapest one that can.
+ *
+ * The choice is a pure function of (p, bytes, commutativity) and the environment, so every rank
+ * of a communicator picks the same algorithm without talking; the cache only saves time. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll.h"
+#include "tuning_file.h"
+
+#ifndef MPIOPT_FLAVOUR
+#define MPIOPT_FLAVOUR "unknown"
+#endif
+
+#define TB 1099511627776.0
+
+/* Measured on the development machine (2 cores, shared memory; see docs/collectives.md): the
+ * vendors' shared-memory collectives win below these sizes, mpiopt's algorithms above. */
+static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
+    {{2, 65535, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_VENDOR},
+     {4, 65535, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+};
+static const int default_nrows_openmpi[2] = {4, 2};
+static const mpiopt_tuning_row default_rows_mpich[2][8] = {
+    {{2, 65535, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_VENDOR},
+     {4, 65535, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+};
+static const int default_nrows_mpich[2] = {4, 2};
+/* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
+static const mpiopt_cost_params default_model = {1.0e-6, 2.5e-10, 1.0e-10};
+
+static mpiopt_tuning tuning;
+static int forced[2] = {-1, -1};    /* from MPIOPT_ALLREDUCE / MPIOPT_REDUCE */
+static int verbose;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load_defaults(void)
+{
+    const mpiopt_tuning_row(*rows)[8] = NULL;
+    const int *n = NULL;
+    tuning.model = default_model;
+    if (!strcmp(MPIOPT_FLAVOUR, "openmpi")) {
+        rows = default_rows_openmpi;
+        n = default_nrows_openmpi;
+    } else if (!strcmp(MPIOPT_FLAVOUR, "mpich")) {
+        rows = default_rows_mpich;
+        n = default_nrows_mpich;
+    }
+    for (int w = 0; w < 2; w++) {
+        tuning.nrows[w] = n ? n[w] : 0;
+        for (int i = 0; i < tuning.nrows[w]; i++)
+            tuning.rows[w][i] = rows[w][i];
+    }
+}
+
+static void warn(const char *msg)
+{
+    int rank = 0, init = 0;
+    PMPI_Initialized(&init);
+    if (init)
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr, "mpiopt: warning: %s\n", msg);
+}
+
+static void load_settings(void)
+{
+    load_defaults();
+    const char *v = getenv("MPIOPT_VERBOSE");
+    verbose = v && *v && strcmp(v, "0") != 0;
+    const char *vars[2] = {"MPIOPT_ALLREDUCE", "MPIOPT_REDUCE"};
+    for (int w = 0; w < 2; w++) {
+        const char *name = getenv(vars[w]);
+        if (!name || !*name)
+            continue;
+        forced[w] = mpiopt_algorithm_from_name(name);
+        if (forced[w] < 0) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s=%s is not an algorithm (auto, vendor, binomial, "
+                     "recursive_doubling, ring, rabenseifner, binary_blocks): using auto",
+                     vars[w], name);
+            warn(msg);
+        }
+        if (forced[w] == MPIOPT_ALG_AUTO)
+            forced[w] = -1;
+    }
+    const char *path = getenv("MPIOPT_TUNING_FILE");
+    if (path && *path) {
+        char err[512], msg[600];
+        if (mpiopt_tuning_read(path, &tuning, err, sizeof err) != 0) {
+            snprintf(msg, sizeof msg, "MPIOPT_TUNING_FILE: %s; using the built-in defaults", err);
+            warn(msg);
+            load_defaults();
+        }
+    }
+}
+
+int mpiopt_keeps_order(int is_reduce, mpiopt_algorithm a)
+{
+    return a == MPIOPT_ALG_VENDOR || a == MPIOPT_ALG_BINOMIAL ||
+           a == MPIOPT_ALG_RECURSIVE_DOUBLING || a == MPIOPT_ALG_RABENSEIFNER;
+}
+
+static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commutative)
+{
+    mpiopt_algorithm best = MPIOPT_ALG_BINOMIAL;
+    double best_t = -1;
+    for (int a = MPIOPT_ALG_BINOMIAL; a < MPIOPT_ALG_COUNT; a++) {
+        if (!commutative && !mpiopt_keeps_order(is_reduce, (mpiopt_algorithm)a))
+            continue;
+        double t = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, p, (double)bytes,
+                                       &tuning.model);
+        if (t >= 0 && (best_t < 0 || t < best_t)) {
+            best_t = t;
+            best = (mpiopt_algorithm)a;
+        }
+    }
+    return best;
+}
+
+static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commutative,
+                                   int vendor_ok)
+{
+    const mpiopt_tuning_row *rows = tuning.rows[is_reduce];
+    for (int i = 0; i < tuning.nrows[is_reduce]; i++) {
+        if (rows[i].ranks != p || (double)bytes > rows[i].max_bytes)
+            continue;
+        mpiopt_algorithm a = rows[i].algorithm;
+        if ((commutative || mpiopt_keeps_order(is_reduce, a)) &&
+            (vendor_ok || a != MPIOPT_ALG_VENDOR))
+            return a;
+        break;
+    }
+    return cheapest(is_reduce, p, bytes, commutative);
+}
+
+/* Decisions cached in one 64-bit word each: bytes (36 bits), vendor_ok, p (22), commutative,
+ * is_reduce, algorithm (3) + 1 so that 0 means empty. Racing threads at worst recompute. */
+#define CACHE_SIZE 1024
+static uint64_t cache[CACHE_SIZE];
+
+static uint64_t cache_key(int is_reduce, int p, size_t bytes, int commutative, int vendor_ok)
+{
+    return ((uint64_t)bytes << 28) | ((uint64_t)(vendor_ok != 0) << 27) | ((uint64_t)p << 5) |
+           ((uint64_t)commutative << 4) | ((uint64_t)is_reduce << 3);
+}
+
+static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int rank)
+{
+    /* one line per (operation, p, size class, algorithm): size classes are powers of two */
+    static uint64_t printed[4096];
+    static int nprinted;
+    int size_class = 0;
+    while (size_class < 63 && ((size_t)1 << size_class) < bytes)
+        size_class++;
+    uint64_t key = ((uint64_t)p << 16) | ((uint64_t)size_class << 8) | ((uint64_t)a << 1) |
+                   (uint64_t)is_reduce;
+    for (int i = 0; i < nprinted; i++)
+        if (printed[i] == key)
+            return;
+    if (nprinted < 4096)
+        printed[nprinted++] = key;
+    if (rank == 0)
+        fprintf(stderr, "mpiopt: %s p=%d bytes<=%zu: %s\n", is_reduce ? "reduce" : "allreduce", p,
+                (size_t)1 << size_class, mpiopt_algorithm_name(a));
+}
+
+mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
+                               int commutative, int vendor_ok, int rank)
+{
+    pthread_once(&once, load_settings);
+    mpiopt_algorithm a = requested;
+    if (a == MPIOPT_ALG_AUTO && forced[is_reduce] >= 0)
+        a = (mpiopt_algorithm)forced[is_reduce];
+    if (a != MPIOPT_ALG_AUTO) {
+        if (!commutative && !mpiopt_keeps_order(is_reduce, a))
+            a = cheapest(is_reduce, p, bytes, commutative);
+    } else if (bytes < ((uint64_t)1 << 36) && p < (1 << 22)) {
+        uint64_t key = cache_key(is_reduce, p, bytes, commutative, vendor_ok);
+        uint64_t *slot = &cache[(key ^ (key >> 28) ^ (key >> 11)) % CACHE_SIZE];
+        uint64_t hit = __atomic_load_n(slot, __ATOMIC_RELAXED);
+        if (hit && (hit & ~(uint64_t)7) == key) {
+            a = (mpiopt_algorithm)((hit & 7) - 1);
+        } else {
+            a = from_table(is_reduce, p, bytes, commutative, vendor_ok);
+            __atomic_store_n(slot, key | (uint64_t)(a + 1), __ATOMIC_RELAXED);
+        }
+    } else {
+        a = from_table(is_reduce, p, bytes, commutative, vendor_ok);
+    }
+    if (verbose)
+        report(is_reduce, p, bytes, a, rank);
+    return a;
+}

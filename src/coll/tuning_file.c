@@ -1,0 +1,291 @@
+/* A reader for the tuning file, small on purpose: the file has one fixed shape
+ *   {"version": 1, "flavour": "...", "model": {"alpha": .., "beta": .., "gamma": ..},
+ *    "allreduce": [{"ranks": P, "max_bytes": B, "algorithm": "NAME"}, ...], "reduce": [...]}
+ * so a recursive-descent walk over JSON values that picks those keys is enough; unknown keys are
+ * skipped, so newer writers can add fields. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tuning_file.h"
+
+typedef struct {
+    const char *s;
+    const char *err;
+} parser;
+
+static void skip_ws(parser *p)
+{
+    while (isspace((unsigned char)*p->s))
+        p->s++;
+}
+
+static int expect(parser *p, char ch)
+{
+    skip_ws(p);
+    if (*p->s != ch) {
+        p->err = "unexpected character";
+        return -1;
+    }
+    p->s++;
+    return 0;
+}
+
+/* Reads a string (no escapes needed for this format; \x is kept verbatim) into out. */
+static int parse_string(parser *p, char *out, size_t outlen)
+{
+    if (expect(p, '"'))
+        return -1;
+    size_t n = 0;
+    while (*p->s && *p->s != '"') {
+        if (*p->s == '\\' && p->s[1])
+            p->s++;
+        if (n + 1 < outlen)
+            out[n++] = *p->s;
+        p->s++;
+    }
+    if (*p->s != '"') {
+        p->err = "unterminated string";
+        return -1;
+    }
+    p->s++;
+    out[n] = 0;
+    return 0;
+}
+
+static int parse_number(parser *p, double *v)
+{
+    skip_ws(p);
+    char *end;
+    *v = strtod(p->s, &end);
+    if (end == p->s) {
+        p->err = "expected a number";
+        return -1;
+    }
+    p->s = end;
+    return 0;
+}
+
+static int skip_value(parser *p);
+
+/* Calls on_key(key, ctx) for each member; on_key must consume the value. */
+static int parse_object(parser *p, int (*on_key)(parser *, const char *, void *), void *ctx)
+{
+    if (expect(p, '{'))
+        return -1;
+    skip_ws(p);
+    if (*p->s == '}') {
+        p->s++;
+        return 0;
+    }
+    for (;;) {
+        char key[64];
+        if (parse_string(p, key, sizeof key) || expect(p, ':') || on_key(p, key, ctx))
+            return -1;
+        skip_ws(p);
+        if (*p->s == ',') {
+            p->s++;
+            continue;
+        }
+        return expect(p, '}');
+    }
+}
+
+static int skip_key(parser *p, const char *key, void *ctx)
+{
+    return skip_value(p);
+}
+
+static int skip_value(parser *p)
+{
+    skip_ws(p);
+    char buf[8];
+    double v;
+    switch (*p->s) {
+    case '{':
+        return parse_object(p, skip_key, NULL);
+    case '[':
+        p->s++;
+        skip_ws(p);
+        if (*p->s == ']') {
+            p->s++;
+            return 0;
+        }
+        for (;;) {
+            if (skip_value(p))
+                return -1;
+            skip_ws(p);
+            if (*p->s == ',') {
+                p->s++;
+                continue;
+            }
+            return expect(p, ']');
+        }
+    case '"':
+        return parse_string(p, buf, sizeof buf);
+    case 't':
+    case 'f':
+    case 'n':
+        while (isalpha((unsigned char)*p->s))
+            p->s++;
+        return 0;
+    default:
+        return parse_number(p, &v);
+    }
+}
+
+static int model_key(parser *p, const char *key, void *ctx)
+{
+    mpiopt_cost_params *m = ctx;
+    double *field = !strcmp(key, "alpha") ? &m->alpha
+                    : !strcmp(key, "beta") ? &m->beta
+                    : !strcmp(key, "gamma") ? &m->gamma : NULL;
+    if (!field)
+        return skip_value(p);
+    if (parse_number(p, field))
+        return -1;
+    if (*field < 0) {
+        p->err = "negative model parameter";
+        return -1;
+    }
+    return 0;
+}
+
+static int row_key(parser *p, const char *key, void *ctx)
+{
+    mpiopt_tuning_row *r = ctx;
+    double v;
+    if (!strcmp(key, "ranks")) {
+        if (parse_number(p, &v))
+            return -1;
+        r->ranks = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "max_bytes"))
+        return parse_number(p, &r->max_bytes);
+    if (!strcmp(key, "algorithm")) {
+        char name[64];
+        if (parse_string(p, name, sizeof name))
+            return -1;
+        int a = mpiopt_algorithm_from_name(name);
+        if (a < 0 || a == MPIOPT_ALG_AUTO) {
+            p->err = "unknown algorithm name";
+            return -1;
+        }
+        r->algorithm = (mpiopt_algorithm)a;
+        return 0;
+    }
+    return skip_value(p);
+}
+
+static int parse_rows(parser *p, mpiopt_tuning *t, int which)
+{
+    if (expect(p, '['))
+        return -1;
+    t->nrows[which] = 0;
+    skip_ws(p);
+    if (*p->s == ']') {
+        p->s++;
+        return 0;
+    }
+    for (;;) {
+        mpiopt_tuning_row r = {0, -1, (mpiopt_algorithm)-1};
+        if (parse_object(p, row_key, &r))
+            return -1;
+        if (r.ranks < 1 || r.max_bytes < 0 || (int)r.algorithm < 0) {
+            p->err = "a row needs ranks >= 1, max_bytes >= 0 and algorithm";
+            return -1;
+        }
+        if (t->nrows[which] == MPIOPT_TUNING_MAX_ROWS) {
+            p->err = "too many rows";
+            return -1;
+        }
+        t->rows[which][t->nrows[which]++] = r;
+        skip_ws(p);
+        if (*p->s == ',') {
+            p->s++;
+            continue;
+        }
+        return expect(p, ']');
+    }
+}
+
+static int top_key(parser *p, const char *key, void *ctx)
+{
+    mpiopt_tuning *t = ctx;
+    if (!strcmp(key, "model"))
+        return parse_object(p, model_key, &t->model);
+    if (!strcmp(key, "allreduce"))
+        return parse_rows(p, t, 0);
+    if (!strcmp(key, "reduce"))
+        return parse_rows(p, t, 1);
+    if (!strcmp(key, "version")) {
+        double v;
+        if (parse_number(p, &v))
+            return -1;
+        if (v != 1) {
+            p->err = "unsupported version (this library reads version 1)";
+            return -1;
+        }
+        return 0;
+    }
+    return skip_value(p);
+}
+
+static int compare_rows(const void *a, const void *b)
+{
+    const mpiopt_tuning_row *x = a, *y = b;
+    if (x->ranks != y->ranks)
+        return x->ranks < y->ranks ? -1 : 1;
+    return (x->max_bytes > y->max_bytes) - (x->max_bytes < y->max_bytes);
+}
+
+int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, (size_t)errlen, "cannot open %s", path);
+        return -1;
+    }
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(text);
+        snprintf(err, (size_t)errlen, "cannot read %s", path);
+        return -1;
+    }
+    fclose(f);
+    text[len] = 0;
+    mpiopt_tuning parsed = *t;
+    parser p = {text, NULL};
+    int rc = parse_object(&p, top_key, &parsed);
+    if (rc == 0) {
+        skip_ws(&p);
+        if (*p.s) {
+            p.err = "trailing characters";
+            rc = -1;
+        }
+    }
+    if (rc) {
+        snprintf(err, (size_t)errlen, "%s: %s at byte %ld", path, p.err ? p.err : "syntax error",
+                 (long)(p.s - text));
+    } else {
+        for (int w = 0; w < 2; w++)
+            qsort(parsed.rows[w], (size_t)parsed.nrows[w], sizeof(mpiopt_tuning_row),
+                  compare_rows);
+        *t = parsed;
+    }
+    free(text);
+    return rc;
+}
+
+int mpiopt_algorithm_from_name(const char *name)
+{
+    for (int a = 0; a < MPIOPT_ALG_COUNT; a++)
+        if (!strcmp(name, mpiopt_algorithm_name((mpiopt_algorithm)a)))
+            return a;
+    return -1;
+}

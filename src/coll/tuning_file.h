@@ -1,0 +1,29 @@
+/* The tuning table: which algorithm to use for a communicator size and message size, and the
+ * cost-model parameters for sizes without rows. Read from MPIOPT_TUNING_FILE (written by
+ * `mpiopt tune`, format in docs/collectives.md) or compiled in (select.c). */
+#ifndef MPIOPT_TUNING_FILE_H
+#define MPIOPT_TUNING_FILE_H
+
+#include "mpiopt.h"
+
+#define MPIOPT_TUNING_MAX_ROWS 512
+
+typedef struct {
+    int ranks;
+    double max_bytes;
+    mpiopt_algorithm algorithm;
+} mpiopt_tuning_row;
+
+typedef struct {
+    mpiopt_cost_params model;
+    int nrows[2];                                       /* [0] allreduce, [1] reduce */
+    mpiopt_tuning_row rows[2][MPIOPT_TUNING_MAX_ROWS];  /* sorted by (ranks, max_bytes) */
+} mpiopt_tuning;
+
+/* Parses a tuning file into *t (rows sorted). Returns 0, or -1 with a message in err. Fields not
+ * in the file keep the values *t had. */
+int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen);
+/* MPIOPT_ALG_* for a name as in MPIOPT_ALLREDUCE, or -1. */
+int mpiopt_algorithm_from_name(const char *name);
+
+#endif
