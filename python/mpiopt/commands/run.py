@@ -1,0 +1,190 @@
+"""`mpiopt run`: start an unmodified MPI program with libmpiopt preloaded.
+
+Finds which MPI the program is linked with (for a Python program: the MPI of mpi4py's extension
+module, as the named interpreter imports it), starts it with that MPI's launcher and sets
+LD_PRELOAD to that flavour's libmpiopt.so, whose MPI_Allreduce / MPI_Reduce (and Fortran
+bindings) then replace the vendor's."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .. import mpi
+from ..cli import UsageError
+
+EXAMPLE = """examples:
+  mpiopt run -np 4 -- ./cg 1000                 the MPI this binary links, libmpiopt preloaded
+  mpiopt run -np 4 -- python3 app.py            an mpi4py program: the MPI of mpi4py
+  MPIOPT_VERBOSE=1 mpiopt run -np 2 -- ./app    rank 0 names the algorithm auto picks
+  mpiopt run -np 4 --bind-to core -- ./app      options mpiopt does not know go to the launcher
+  mpiopt run -np 8 --rank-order MPICH_RANK_ORDER --hosts n1,n2 --ppn 4 -- ./app
+
+Options of the launcher (mpirun.openmpi / mpirun.mpich) come before `--`; the program and its
+arguments after it. Launcher options that take a value must be written --opt=value or, if mpiopt
+would mistake the value for the program, before the first option mpiopt knows.
+"""
+
+PYTHON_NAMES = ("python", "python3")
+
+
+def _is_python(path: Path) -> bool:
+    """A Python interpreter (python, python3, python3.11, …)."""
+    name = path.name
+    return any(name == n or (name.startswith(n + ".") and name[len(n) + 1:].replace(".", "").isdigit())
+               for n in PYTHON_NAMES)
+
+
+def _script_interpreter(path: Path) -> Path | None:
+    """The Python interpreter named by a script's #! line, if it is a Python script."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline(256).decode(errors="replace").strip()
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    words = first[2:].split()
+    if words and Path(words[0]).name == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    if words and _is_python(Path(words[0])):
+        found = shutil.which(words[0])
+        return Path(found) if found else None
+    return None
+
+
+def _mpi4py_flavour(python: Path) -> str | None:
+    """The MPI flavour of the mpi4py that `python` imports."""
+    try:
+        out = subprocess.run([str(python), "-c", "import mpi4py.MPI as m; print(m.__file__)"],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        raise UsageError(f"{python} cannot import mpi4py.MPI: "
+                         f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
+    return mpi.linked_flavour(out.stdout.strip().splitlines()[-1])
+
+
+def detect_flavour(program: list[str]) -> tuple[str | None, str]:
+    """(flavour or None, what was inspected) for the command line of the program to run."""
+    first = program[0]
+    found = shutil.which(first) if os.sep not in first else (first if os.path.exists(first) else None)
+    if not found:
+        raise UsageError(f"program not found: {first}")
+    path = Path(found)
+    if _is_python(path):
+        return _mpi4py_flavour(path), f"mpi4py as imported by {path}"
+    python = _script_interpreter(path)
+    if python:
+        return _mpi4py_flavour(python), f"mpi4py as imported by {python} (the #! of {first})"
+    return mpi.linked_flavour(path), str(path)
+
+
+def _split_command(launcher_opts: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
+    """(launcher options, program command line). Before the first `--` of `rest` come launcher
+    options (with those argparse did not know), after it the program; without `--`, all of
+    `rest` is the program."""
+    if "--" in rest:
+        i = rest.index("--")
+        return launcher_opts + rest[:i], rest[i + 1:]
+    if launcher_opts:
+        raise UsageError(f"unknown option {launcher_opts[0]!r} for mpiopt run; to pass it to the "
+                         "launcher, put the program after `--` (mpiopt run -np 4 --opt -- ./app)")
+    return [], rest
+
+
+def _placement_args(args, flavour: str, workdir: Path) -> list[str]:
+    if not args.rank_order:
+        if args.hosts or args.hostfile or args.ppn:
+            raise UsageError("--hosts, --hostfile and --ppn go with --rank-order")
+        return []
+    if not args.ppn or not (args.hosts or args.hostfile) or (args.hosts and args.hostfile):
+        raise UsageError("--rank-order needs --ppn K and one of --hosts H1,H2 or --hostfile FILE")
+    try:
+        from ..placement import PlacementError, launch_args, read_hosts
+    except ImportError as e:
+        raise UsageError(f"--rank-order needs the placement module (mpiopt.placement), which is "
+                         f"missing or broken: {e}")
+    try:
+        hosts = read_hosts(args.hosts.split(",") if args.hosts else args.hostfile)
+        return launch_args(flavour, args.rank_order, hosts, args.ppn, workdir)
+    except (PlacementError, OSError) as e:
+        raise UsageError(str(e))
+
+
+def run(args) -> int:
+    launcher_opts, program = _split_command(getattr(args, "launcher_extra", []), args.command)
+    if not program:
+        raise UsageError("no program to run (mpiopt run -np N -- ./app args)")
+    if args.np < 1:
+        raise UsageError("-np must be at least 1")
+    detected, inspected = detect_flavour(program)
+    flavour = args.flavour or detected
+    if flavour is None:
+        raise UsageError(f"{inspected} links no MPI library (neither Open MPI nor MPICH); "
+                         "pass --flavour openmpi|mpich if it loads MPI in another way")
+    if flavour not in mpi.FLAVOURS:
+        raise UsageError(f"unknown MPI flavour {flavour!r} (expected {', '.join(mpi.FLAVOURS)})")
+    if detected and args.flavour and detected != args.flavour:
+        raise UsageError(f"{inspected} uses {detected}, not {args.flavour}: mixing MPIs cannot work")
+    if flavour not in mpi.available_flavours():
+        raise UsageError(f"the {flavour} launcher (mpirun.{flavour}) is not installed")
+    if not args.no_preload and not mpi.library(flavour).exists():
+        raise UsageError(f"{mpi.library(flavour)} is not built: run `make build` first "
+                         "(or --no-preload to run with the vendor's collectives only)")
+
+    with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
+        extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
+        cmd = mpi.launcher(flavour, args.np, extra) + program
+        env = mpi.launch_env(flavour, preload=not args.no_preload)
+        if args.verbose:
+            pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if not args.no_preload else ""
+            print(f"mpiopt run: {flavour} ({inspected}): {pre}{' '.join(cmd)}", flush=True)
+        try:
+            status = subprocess.run(cmd, env=env).returncode
+        except OSError as e:
+            raise UsageError(f"cannot start {cmd[0]}: {e}")
+    if args.json:
+        # after the program's own output: what was launched, for scripts that check the drop-in
+        print(json.dumps({"flavour": flavour, "detected_from": inspected, "command": cmd,
+                          "ld_preload": None if args.no_preload else str(mpi.library(flavour)),
+                          "exit_status": status}))
+    return status
+
+
+class _LauncherOptionsParser(argparse.ArgumentParser):
+    """Keeps the options mpiopt does not know (they are the launcher's) instead of failing, so
+    `mpiopt run -np 4 --bind-to core -- ./app` works."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        namespace, extra = super().parse_known_args(args, namespace)
+        namespace.launcher_extra = list(extra)
+        return namespace, []
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run an MPI program with libmpiopt preloaded (drop-in)",
+                       description="Run an unmodified MPI program (C, Fortran, mpi4py) with the "
+                       "launcher of the MPI it is linked with and LD_PRELOAD of that MPI's libmpiopt.so.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.__class__ = _LauncherOptionsParser
+    p.add_argument("-np", "-n", type=int, default=1, metavar="N", help="number of processes (default 1)")
+    p.add_argument("--flavour", choices=list(mpi.FLAVOURS),
+                   help="the MPI to use when it cannot be detected (default: the one the program links)")
+    p.add_argument("--no-preload", action="store_true", help="launch without libmpiopt (the vendor alone)")
+    p.add_argument("--rank-order", metavar="FILE",
+                   help="place ranks by this order (grid_order / MPICH_RANK_ORDER format); needs --ppn and hosts")
+    p.add_argument("--hosts", metavar="H1,H2", help="hosts for --rank-order, comma-separated")
+    p.add_argument("--hostfile", metavar="FILE", help="hosts for --rank-order, one per line")
+    p.add_argument("--ppn", type=int, metavar="K", help="ranks per node for --rank-order")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the launch command first")
+    p.add_argument("--json", action="store_true",
+                   help="after the program's output, print one JSON line: flavour, command, LD_PRELOAD, exit status")
+    p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
+                   help="the program and its arguments, after --")
+    p.set_defaults(func=run)
