@@ -12,6 +12,7 @@ transformer's own tests. The small API:
     run(executable, flavour, np, args)         -> str (the program's stdout)
         runs it under mpiopt.mpi.run; raises DiffTestError on non-zero exit or timeout.
     compare_outputs(expected, actual)          -> list[str] (the differences; empty if equal)
+    call_sites(report)                         -> list[dict] (the report's collective call sites)
     check(source, out_dir, modes, flavours, ranks, args) -> list[str] (every difference found)
         the whole round: transform, build original and transformed, run, compare.
 
@@ -87,6 +88,15 @@ def transform(source: Path | str, mode: str, out_dir: Path | str, flavour: str,
         except ValueError as e:
             raise DiffTestError(f"mpiopt transform --json printed something that is not JSON: {e}\n{r.stdout[:2000]}")
     return Transformed(out, report)
+
+
+def call_sites(report) -> list[dict]:
+    """The collective call sites of a `mpiopt transform --json` report (schema 1: files[].sites[]),
+    each a dict with at least `line`, `call`, `action` ("nonblocking", "persistent" or
+    "unchanged"), `reason` and `waits` (each with `line`, `guard`, `blocked_by`)."""
+    if not isinstance(report, dict) or "files" not in report:
+        raise DiffTestError(f"not a mpiopt transform --json report: {str(report)[:300]}")
+    return [site for f in report["files"] for site in f["sites"]]
 
 
 def build(source: Path | str, flavour: str, out_dir: Path | str, name: str | None = None) -> Build:
