@@ -47,4 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as `python -m mpiopt.cli`, this file is __main__, and its UsageError is not the
+    # mpiopt.cli.UsageError that commands raise: go through the package module instead.
+    from mpiopt.cli import main as package_main
+    sys.exit(package_main())

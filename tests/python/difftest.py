@@ -27,7 +27,6 @@ result computed from stale or partly received data, which changes leading digits
 """
 from __future__ import annotations
 
-import math
 import re
 import subprocess
 import sys
@@ -35,9 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mpiopt import mpi
-
-RTOL = 1e-8
-ATOL = 1e-12
+# the comparison is shared with `mpiopt bench transform`, which checks outputs before timing them
+from mpiopt.benchmarks.transform import ATOL, RTOL, compare_outputs  # noqa: F401
 MODES = ("nonblocking", "persistent")
 RANKS = (1, 2, 3, 4)
 RUN_TIMEOUT = 120  # seconds per run; the test sizes take well under a second
@@ -124,38 +122,6 @@ def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple =
         raise DiffTestError(f"{executable} with {np} ranks ({flavour}) exited {r.returncode}:\n"
                             f"{r.stderr[-3000:]}")
     return r.stdout
-
-
-def _number(token: str):
-    """int for integer tokens, float for other numbers, None for words."""
-    if re.fullmatch(r"[+-]?\d+", token):
-        return int(token)
-    try:
-        return float(token)
-    except ValueError:
-        return None
-
-
-def compare_outputs(expected: str, actual: str, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
-    """The differences between two outputs (empty when they agree): integers and words exactly,
-    floating numbers within rtol/atol."""
-    diffs = []
-    exp_lines, act_lines = expected.splitlines(), actual.splitlines()
-    if len(exp_lines) != len(act_lines):
-        diffs.append(f"{len(exp_lines)} lines expected, {len(act_lines)} printed")
-    for n, (e_line, a_line) in enumerate(zip(exp_lines, act_lines), 1):
-        e_tok, a_tok = e_line.split(), a_line.split()
-        if len(e_tok) != len(a_tok):
-            diffs.append(f"line {n}: expected {e_line!r}, got {a_line!r}")
-            continue
-        for e, a in zip(e_tok, a_tok):
-            ev, av = _number(e), _number(a)
-            if isinstance(ev, float) or isinstance(av, float):
-                if ev is None or av is None or not math.isclose(float(ev), float(av), rel_tol=rtol, abs_tol=atol):
-                    diffs.append(f"line {n}: expected {e} got {a} (floating, rtol {rtol:g})")
-            elif e != a:
-                diffs.append(f"line {n}: expected {e} got {a}")
-    return diffs
 
 
 def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, ranks=RANKS,

@@ -229,3 +229,35 @@ def test_compare_outputs_tolerates_rounding_only():
     assert difftest.compare_outputs(same, same.replace("iterations 7", "iterations 8"))
     assert difftest.compare_outputs(same, same.replace("sum_x 9.6163721490e+00\n", ""))
     assert difftest.compare_outputs("x 1.0\n", "x nan\n")
+
+
+def mpiopt_cli(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_bench_transform_times_the_three_versions():
+    flavour = FLAVOURS[0]
+    r = mpiopt_cli("bench", "transform", "--size", "small", "--repeats", "1", "--examples",
+                   "six_bcasts", "--flavour", flavour, "--json")
+    assert r.returncode == 0, r.stderr
+    import json
+    report = json.loads(r.stdout)
+    [result] = report["results"]
+    assert result["example"] == "six_bcasts" and result["flavour"] == flavour
+    assert set(result["best_seconds"]) == {"blocking", "nonblocking", "persistent"}
+    assert all(t > 0 for t in result["best_seconds"].values())
+    assert result["output_matches"] == {"nonblocking": True, "persistent": True}
+    assert result["speedup_nonblocking"] == pytest.approx(
+        result["best_seconds"]["blocking"] / result["best_seconds"]["nonblocking"])
+
+
+@pytest.mark.parametrize("bad", [["-np", "0"], ["--examples", "no_such_example"], ["--repeats", "0"]])
+def test_bench_transform_rejects_bad_input(bad):
+    r = mpiopt_cli("bench", "transform", *bad, "--json")
+    assert r.returncode == 2 and "mpiopt: error:" in r.stderr and not r.stdout
+
+
+def test_bench_transform_help_has_an_example():
+    r = mpiopt_cli("bench", "transform", "--help")
+    assert r.returncode == 0 and "mpiopt bench transform" in r.stdout and "--json" in r.stdout

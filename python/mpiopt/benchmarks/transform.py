@@ -5,10 +5,12 @@ transformed into a nonblocking and a persistent version, the three versions are 
 chosen MPI and run with larger problem sizes than the tests use. The programs time their own
 main loop with MPI_Wtime (rank 0 prints `time SECONDS` on stderr), so start-up and set-up are
 not counted. Versions are run in turn, REPEATS rounds, and the best time of each is kept:
-the machine may be shared, and the best of a few interleaved runs is the least disturbed."""
+the machine may be shared, and the best of a few interleaved runs is the least disturbed.
+A transformed version whose output differs from the blocking one is reported as wrong (exit 1)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -45,6 +47,46 @@ SIZES = {
     },
 }
 TIME_LINE = re.compile(r"^time ([0-9.eE+-]+)$", re.M)
+
+# A nonblocking or persistent collective may add the ranks' floating contributions in another
+# order than the blocking one, which changes the last bits of a sum (about 1e-16 relative per
+# operation, a little more after tens of dependent iterations as in CG). The examples print 11
+# significant digits; a wait placed too late reads stale or partly received data, which changes
+# leading digits. Hence: integers and words exactly, floating numbers within RTOL (ATOL near 0).
+RTOL = 1e-8
+ATOL = 1e-12
+
+
+def _number(token: str):
+    """int for integer tokens, float for other numbers, None for words."""
+    if re.fullmatch(r"[+-]?\d+", token):
+        return int(token)
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def compare_outputs(expected: str, actual: str, rtol: float = RTOL, atol: float = ATOL) -> list[str]:
+    """The differences between two program outputs (empty when they agree), line by line and
+    token by token: integers and words exactly, floating numbers within rtol/atol."""
+    diffs = []
+    exp_lines, act_lines = expected.splitlines(), actual.splitlines()
+    if len(exp_lines) != len(act_lines):
+        diffs.append(f"{len(exp_lines)} lines expected, {len(act_lines)} printed")
+    for n, (e_line, a_line) in enumerate(zip(exp_lines, act_lines), 1):
+        e_tok, a_tok = e_line.split(), a_line.split()
+        if len(e_tok) != len(a_tok):
+            diffs.append(f"line {n}: expected {e_line!r}, got {a_line!r}")
+            continue
+        for e, a in zip(e_tok, a_tok):
+            ev, av = _number(e), _number(a)
+            if isinstance(ev, float) or isinstance(av, float):
+                if ev is None or av is None or not math.isclose(float(ev), float(av), rel_tol=rtol, abs_tol=atol):
+                    diffs.append(f"line {n}: expected {e} got {a} (floating, rtol {rtol:g})")
+            elif e != a:
+                diffs.append(f"line {n}: expected {e} got {a}")
+    return diffs
 
 
 def examples_dir() -> Path:
@@ -97,13 +139,14 @@ def _compile(source: Path, flavour: str, exe: Path) -> None:
         raise RuntimeError(f"{' '.join(cmd)} failed: {r.stderr.strip()}")
 
 
-def _loop_seconds(flavour: str, np: int, exe: Path, argv: list[str]) -> float:
+def _run_timed(flavour: str, np: int, exe: Path, argv: list[str]) -> tuple[float, str]:
+    """(main-loop seconds, stdout) of one run."""
     r = mpi.run(flavour, np, [exe, *argv], timeout=600)
     m = TIME_LINE.search(r.stderr)
     if r.returncode != 0 or not m:
         raise RuntimeError(f"{exe.name} {' '.join(argv)} with {np} ranks exited {r.returncode}: "
                            f"{r.stderr.strip()[-1500:]}")
-    return float(m.group(1))
+    return float(m.group(1)), r.stdout
 
 
 def measure(flavour: str, np: int, names: list[str], size: str, repeats: int, progress=None) -> list[dict]:
@@ -122,15 +165,21 @@ def measure(flavour: str, np: int, names: list[str], size: str, repeats: int, pr
                 exes[version] = tmp / f"{name}.{version}.{flavour}"
                 _compile(src, flavour, exes[version])
             times = {v: [] for v in VERSIONS}
+            outputs = {}
             for _ in range(repeats):
                 for version in VERSIONS:  # interleaved, so a busy moment hurts all versions alike
                     if progress:
                         progress(f"{flavour} {name} {version}")
-                    times[version].append(_loop_seconds(flavour, np, exes[version], SIZES[size][name]))
+                    seconds, outputs[version] = _run_timed(flavour, np, exes[version], SIZES[size][name])
+                    times[version].append(seconds)
             best = {v: min(t) for v, t in times.items()}
+            # a version that computes something else is not faster, it is wrong: say so
+            differs = {v: compare_outputs(outputs["blocking"], outputs[v]) for v in VERSIONS[1:]}
             results.append({
                 "example": name, "args": SIZES[size][name], "flavour": flavour, "np": np,
                 "best_seconds": best, "all_seconds": times,
+                "output_matches": {v: not d for v, d in differs.items()},
+                "output_differences": {v: d[:5] for v, d in differs.items() if d},
                 "speedup_nonblocking": best["blocking"] / best["nonblocking"],
                 "speedup_persistent": best["blocking"] / best["persistent"],
             })
@@ -155,12 +204,16 @@ def run(args) -> int:
         print(f"mpiopt bench transform: {e}", file=sys.stderr)
         return 1
 
+    wrong = [f"{r['flavour']} {r['example']} {v}: {'; '.join(d)}"
+             for r in results for v, d in r["output_differences"].items()]
     if args.json:
         print(json.dumps({"benchmark": NAME, "np": args.np, "repeats": args.repeats, "size": args.size,
                           "results": results}, indent=2))
-        return 0
-    _print_table(results, args)
-    return 0
+    else:
+        _print_table(results, args)
+    for w in wrong:
+        print(f"mpiopt bench transform: output differs from the blocking version: {w}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 def _print_table(results: list[dict], args) -> None:
@@ -174,9 +227,11 @@ def _print_table(results: list[dict], args) -> None:
         table.add_column(col, justify="left" if col in ("MPI", "example") else "right")
     for r in results:
         b = r["best_seconds"]
+        ok = r["output_matches"]
+        speedup = {v: f"{r['speedup_' + v]:.2f}x" if ok[v] else "[red]wrong output[/]" for v in ok}
         table.add_row(r["flavour"], r["example"], f"{b['blocking']:.4f}",
                       f"{b['nonblocking']:.4f}", f"{b['persistent']:.4f}",
-                      f"{r['speedup_nonblocking']:.2f}x", f"{r['speedup_persistent']:.2f}x")
+                      speedup["nonblocking"], speedup["persistent"])
     console = Console()
     console.print(table)
     sizes = {r["example"]: " ".join(r["args"]) for r in results}
