@@ -110,6 +110,8 @@ class _FunctionEmitter:
                 why = why_not_persistent(s, self.ea)
                 if not why and not self.target.has_persistent:
                     why = f"MPI-{self.target.version} target has no persistent collectives"
+                if not why and s.coll.name in self.target.broken:
+                    why = f"{self.target.library}'s persistent {s.coll.name} computes wrong results"
                 if why:
                     s.reason = f"nonblocking, not persistent: {why}"
                 else:

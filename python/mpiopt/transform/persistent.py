@@ -27,6 +27,8 @@ class Target:
     version: int           # 3 or 4
     prefix: str            # "MPI" (MPI-4 names), "MPIX" (Open MPI's extension) or "" (none)
     header: str = ""       # extra header the prefix needs
+    library: str = ""      # e.g. "MPICH 4.0.2", for messages
+    broken: frozenset = frozenset()   # persistent collectives known to compute wrong results
 
     @property
     def has_persistent(self) -> bool:
@@ -39,7 +41,14 @@ def detect_target(flavour: str, version: int | None = None) -> Target:
     (mpi-ext.h, pcollreq extension) otherwise; `version` forces 3 or 4."""
     dirs = [Path(a[2:]) for a in mpi_compile_flags(flavour) if a.startswith("-I")]
     has_mpi4 = has_mpix = False
+    library = ""
     for d in dirs:
+        try:
+            m = re.search(r'#define\s+MPICH_VERSION\s+"([^"]+)"', (d / "mpi.h").read_text(errors="replace"))
+        except OSError:
+            m = None
+        if m:
+            library = f"MPICH {m.group(1)}"
         for h in list(d.glob("mpi*.h")) + list(d.glob("openmpi/mpiext/mpiext_pcollreq_c.h")):
             try:
                 text = h.read_text(errors="replace")
@@ -50,11 +59,16 @@ def detect_target(flavour: str, version: int | None = None) -> Target:
     has_mpix = has_mpix and any((d / "mpi-ext.h").exists() for d in dirs)
     if version is None:
         version = 4 if has_mpi4 else 3
+    # Reproduced here (3 starts with changing send data vs the blocking call, 2-4 ranks): MPICH
+    # 4.0.x's persistent Allgather returns stale remote blocks, Gather loses the root's own
+    # block, Scatter returns stale data or fails with "Invalid communicator". Those stay nonblocking.
+    broken = frozenset({"MPI_Allgather", "MPI_Gather", "MPI_Scatter"}) \
+        if library.startswith("MPICH 4.0") else frozenset()
     if version >= 4:
-        return Target(4, "MPI")
+        return Target(4, "MPI", library=library, broken=broken)
     if has_mpix:
-        return Target(3, "MPIX", "mpi-ext.h")
-    return Target(3, "")
+        return Target(3, "MPIX", "mpi-ext.h", library=library)
+    return Target(3, "", library=library)
 
 
 def enclosing_loop(site: Site) -> Node | None:
