@@ -1,0 +1,180 @@
+"""mpiopt-allreduce (the OSU-style C benchmark) and `mpiopt bench allreduce`: output formats,
+options, validation of every algorithm on real MPI runs. No timing assertions."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from mpiopt import mpi
+
+ALGORITHMS = ["vendor", "auto", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks"]
+FLAVOURS = [f for f in mpi.FLAVOURS if mpi.binary(f, "mpiopt-allreduce").exists()]
+needs_build = pytest.mark.skipif(not FLAVOURS, reason="mpiopt-allreduce not built (make build)")
+
+
+def bench(flavour, np, *args, timeout=300):
+    return mpi.run(flavour, np, [mpi.binary(flavour, "mpiopt-allreduce"), *args], timeout=timeout,
+                   bind_none=True)
+
+
+def table_rows(stdout):
+    return [line.split() for line in stdout.splitlines() if line and not line.startswith("#")]
+
+
+# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
+# UsageError the commands do not raise, so usage errors would not map to exit status 2
+MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
+
+
+def mpiopt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+@needs_build
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_osu_format_single_algorithm(flavour):
+    r = bench(flavour, 2, "-m", "8:64", "-i", "3", "-x", "1")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("# OSU MPI Allreduce Latency Test")
+    assert "# Datatype: MPI_DOUBLE." in lines
+    header = next(line for line in lines if line.startswith("# Size"))
+    # osu_allreduce's columns first (size left in 10, then 18-wide), ours after them
+    assert re.match(r"# Size\s+Avg Latency\(us\)\s+Bandwidth\(MB/s\)$", header)
+    assert header.index("Avg Latency(us)") + len("Avg Latency(us)") == 28
+    rows = table_rows(r.stdout)
+    assert [int(row[0]) for row in rows] == [8, 16, 32, 64]
+    for row in rows:
+        size, avg, bw = int(row[0]), float(row[1]), float(row[2])
+        assert avg > 0
+        assert bw == pytest.approx(size / avg, rel=0.05, abs=0.01)
+
+
+@needs_build
+def test_full_statistics_and_char_type():
+    flavour = FLAVOURS[0]
+    r = bench(flavour, 2, "-m", "1:4", "-i", "4", "-x", "0", "-f", "-T", "mpi_char")
+    assert r.returncode == 0, r.stderr
+    assert "# Datatype: MPI_CHAR." in r.stdout
+    header = next(line for line in r.stdout.splitlines() if line.startswith("# Size"))
+    assert re.match(r"# Size\s+Avg Latency\(us\)\s+Min Latency\(us\)\s+Max Latency\(us\)\s+Iterations", header)
+    rows = table_rows(r.stdout)
+    assert [int(row[0]) for row in rows] == [1, 2, 4]
+    for row in rows:
+        avg, lo, hi, iters = float(row[1]), float(row[2]), float(row[3]), int(row[4])
+        assert lo <= avg <= hi and iters == 4
+
+
+@needs_build
+def test_all_algorithms_one_column_each():
+    r = bench(FLAVOURS[0], 2, "-m", "8:16", "-i", "2", "-x", "0", "--algorithms", "all")
+    assert r.returncode == 0, r.stderr
+    header = next(line for line in r.stdout.splitlines() if line.startswith("# Size")).split()[2:]
+    assert header == [f"{a}(us)" for a in ALGORITHMS] + [f"{a}(MB/s)" for a in ALGORITHMS]
+    for row in table_rows(r.stdout):
+        assert len(row) == 1 + 2 * len(ALGORITHMS)
+        assert all(float(x) > 0 for x in row[1:1 + len(ALGORITHMS)])     # latencies
+        assert all(float(x) >= 0 for x in row[1 + len(ALGORITHMS):])      # bandwidths (2 decimals)
+
+
+@needs_build
+def test_json_schema():
+    r = bench(FLAVOURS[0], 2, "-m", "8:32", "-i", "3", "-x", "1", "-a", "vendor,ring,auto", "--json", "-c")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["benchmark"] == "mpiopt-allreduce" and doc["operation"] == "allreduce"
+    assert doc["ranks"] == 2 and doc["datatype"] == "MPI_DOUBLE" and doc["op"] == "MPI_SUM"
+    assert doc["algorithms"] == ["vendor", "ring", "auto"]
+    assert doc["mpi_library"]
+    assert len(doc["results"]) == 3 * 3
+    for row in doc["results"]:
+        assert set(row) >= {"algorithm", "bytes", "count", "iterations", "avg_us", "min_us", "max_us",
+                            "median_us", "bandwidth_mb_s", "valid", "errors"}
+        assert row["count"] * 8 == row["bytes"] and row["iterations"] == 3
+        assert row["min_us"] <= row["avg_us"] <= row["max_us"] and row["median_us"] > 0
+        assert row["valid"] is True and row["errors"] == 0
+
+
+@needs_build
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("extra", [["-T", "int"], ["-T", "double", "--op", "max", "--reduce"],
+                                   ["-T", "float", "--op", "prod"]])
+def test_validation_passes_for_every_algorithm(flavour, extra):
+    # 3 ranks: not a power of two; sizes from 4 B give counts 1 and 2 (< p) and counts not divisible by 3
+    r = bench(flavour, 3, "-m", "4:65536", "-i", "1", "-x", "0", "-a", "all", "-c", *extra)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = table_rows(r.stdout)
+    assert len(rows) == (15 if "double" not in extra else 14)  # sizes below one element are skipped
+    assert all(row[-1] == "Pass" for row in rows)
+
+
+@needs_build
+@pytest.mark.parametrize("args, message", [
+    (["-m", "0"], "bad message size"),
+    (["-m", "64:8"], "larger than the maximum"),
+    (["-i", "x"], "bad iteration count"),
+    (["-i"], "needs a value"),
+    (["-T", "quaternion"], "unknown data type"),
+    (["--algorithms", "ring,fastest"], "unknown algorithm 'fastest'"),
+    (["--algorithms", "ring,ring"], "repeated"),
+    (["--op", "xor"], "unknown op"),
+    (["--no-such-option"], "unknown option"),
+    (["stray"], "unexpected argument"),
+])
+def test_bad_options_fail_with_a_message(args, message):
+    r = bench(FLAVOURS[0], 1, *args)
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert "# Size" not in r.stdout
+
+
+@needs_build
+def test_help():
+    r = bench(FLAVOURS[0], 1, "--help")
+    assert r.returncode == 0 and "--algorithms" in r.stdout and "Example" in r.stdout
+
+
+@needs_build
+def test_mpiopt_bench_allreduce_writes_table_plot_json(tmp_path):
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8:128",
+               "--iterations", "3", "--warmup", "0", "--results", str(tmp_path / "res"), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    (run,) = out["runs"]
+    assert run["flavour"] == FLAVOURS[0] and run["ranks"] == 2
+    assert {row["algorithm"] for row in run["results"]} == set(ALGORITHMS)
+    (summary,) = out["summary"]
+    assert set(summary["vendor_over_auto"]) == {"8", "16", "32", "64", "128"}
+    assert isinstance(summary["bar_holds"], bool)
+    res = tmp_path / "res"
+    assert (res / "allreduce.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    csv_lines = (res / "allreduce.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("flavour,ranks,operation")
+    assert len(csv_lines) == 1 + 5 * len(ALGORITHMS)
+    assert json.loads((res / "allreduce.json").read_text())[0]["ranks"] == 2
+
+
+@needs_build
+def test_mpiopt_bench_allreduce_table_for_people(tmp_path):
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8:16",
+               "--iterations", "2", "--warmup", "0", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "vendor/auto" in r.stdout and "bar (auto" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sizes", "64:8"], "minimum is larger"),
+    (["--sizes", "8:lots"], "bad size"),
+    (["-np", "two"], "bad process counts"),
+    (["--algorithms", "fastest"], "bad --algorithms"),
+    (["--flavour", "lam"], "unknown MPI flavour"),
+    (["--iterations", "0"], "at least 1"),
+])
+def test_mpiopt_bench_allreduce_bad_input_writes_nothing(tmp_path, args, message):
+    r = mpiopt("bench", "allreduce", "--results", str(tmp_path / "res"), *args)
+    assert r.returncode == 2
+    assert message in r.stderr
+    assert not (tmp_path / "res").exists()

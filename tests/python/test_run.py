@@ -1,0 +1,141 @@
+"""`mpiopt run`: picks the launcher of the MPI a program links and really preloads libmpiopt."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from mpiopt import mpi
+
+PROGRAM = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    double one = 1, sum = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const char *preload = getenv("LD_PRELOAD");
+    printf("rank %d of %d sum %g preload %s\n", rank, size, sum, preload ? preload : "none");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+BUILT = [f for f in mpi.built_flavours()]
+
+
+# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
+# UsageError the commands do not raise, so usage errors would not map to exit status 2
+MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
+
+
+def mpiopt(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    """The same C program built with each MPI's compiler wrapper."""
+    d = tmp_path_factory.mktemp("run")
+    (d / "allreduce.c").write_text(PROGRAM)
+    out = {}
+    for f in BUILT:
+        exe = d / f"allreduce-{f}"
+        subprocess.run([f"mpicc.{f}", str(d / "allreduce.c"), "-o", str(exe)], check=True)
+        out[f] = exe
+    return out
+
+
+@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@pytest.mark.parametrize("flavour", BUILT)
+def test_picks_the_launcher_and_preloads(programs, flavour):
+    env = dict(os.environ, MPIOPT_VERBOSE="1")
+    r = mpiopt("run", "-np", "2", "--json", "--", str(programs[flavour]), env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    info = json.loads(lines[-1])
+    assert info["flavour"] == flavour
+    assert info["command"][0] == f"mpirun.{flavour}"
+    assert info["ld_preload"] == str(mpi.library(flavour))
+    ranks = [line for line in lines if line.startswith("rank ")]
+    assert len(ranks) == 2
+    for line in ranks:
+        assert "sum 2 " in line
+        assert line.endswith(str(mpi.library(flavour)))  # LD_PRELOAD as the program sees it
+    # libmpiopt's MPI_Allreduce ran: with MPIOPT_VERBOSE=1 rank 0 names the algorithm it chose
+    assert "mpiopt" in r.stderr and "allreduce" in r.stderr
+
+
+@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+def test_no_preload_and_launcher_options(programs):
+    flavour = BUILT[0]
+    opt = ["--bind-to", "none"] if flavour == "openmpi" else ["-bind-to", "none"]
+    r = mpiopt("run", "-np", "2", "--no-preload", *opt, "--", str(programs[flavour]))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("preload none") == 2
+
+
+@pytest.mark.skipif("openmpi" not in BUILT, reason="Open MPI build missing")
+def test_mpi4py_program_uses_mpi4pys_mpi(tmp_path):
+    probe = subprocess.run([sys.executable, "-c", "import mpi4py.MPI as m; print(m.__file__)"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip("mpi4py not installed")
+    flavour = mpi.linked_flavour(probe.stdout.strip())
+    if flavour not in BUILT:
+        pytest.skip(f"mpi4py uses {flavour}, not built")
+    script = tmp_path / "app.py"
+    script.write_text("import os\nfrom mpi4py import MPI\n"
+                      "s = MPI.COMM_WORLD.allreduce(1.0)\n"
+                      "print('sum', s, 'preload', os.environ.get('LD_PRELOAD'))\n")
+    r = mpiopt("run", "-np", "2", "--json", "--", sys.executable, str(script))
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["flavour"] == flavour and "mpi4py" in info["detected_from"]
+    assert r.stdout.count(f"sum 2.0 preload {mpi.library(flavour)}") == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--", "/bin/true"], "links no MPI library"),
+    (["--", "/no/such/program"], "program not found"),
+    ([], "no program to run"),
+    (["--unknown-thing", "/bin/true"], "unknown option"),
+])
+def test_bad_input_is_a_usage_error(args, message):
+    r = mpiopt("run", "-np", "2", *args)
+    assert r.returncode == 2
+    assert message in r.stderr
+
+
+@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+def test_rank_order_needs_hosts_and_ppn(programs, tmp_path):
+    order = tmp_path / "order"
+    order.write_text("0,1\n")
+    r = mpiopt("run", "-np", "2", "--rank-order", str(order), "--", str(programs[BUILT[0]]))
+    assert r.returncode == 2 and "--ppn" in r.stderr
+
+
+@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+def test_rank_order_places_ranks(programs, tmp_path):
+    pytest.importorskip("mpiopt.placement")
+    order = tmp_path / "order"
+    order.write_text("1,0\n")
+    flavour = BUILT[0]
+    r = mpiopt("run", "-np", "2", "--rank-order", str(order), "--hosts", "localhost", "--ppn", "2",
+               "--json", "--", str(programs[flavour]))
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert ("--rankfile" in info["command"]) if flavour == "openmpi" else ("-f" in info["command"])
+
+
+def test_help_has_an_example():
+    r = mpiopt("run", "--help")
+    assert r.returncode == 0 and "examples:" in r.stdout and "--no-preload" in r.stdout

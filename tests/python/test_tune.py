@@ -1,0 +1,113 @@
+"""`mpiopt tune`: the tuning table it writes (format libmpiopt reads), the choice of rows, the
+cost-model fit, and bad input. A real tuning run on a tiny size range; no timing assertions."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mpiopt import mpi
+from mpiopt.commands import tune
+
+ALGORITHMS = {"vendor", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks"}
+FLAVOURS = [f for f in mpi.FLAVOURS if mpi.binary(f, "mpiopt-allreduce").exists()]
+needs_build = pytest.mark.skipif(not FLAVOURS, reason="mpiopt-allreduce not built (make build)")
+
+
+# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
+# UsageError the commands do not raise, so usage errors would not map to exit status 2
+MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
+
+
+def mpiopt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+def doc(ranks, times, operation="allreduce"):
+    """A benchmark document: times = {bytes: {algorithm: median microseconds}}."""
+    return {"ranks": ranks, "operation": operation, "algorithms": sorted({a for t in times.values() for a in t}),
+            "results": [{"algorithm": a, "bytes": b, "median_us": us} for b, t in times.items() for a, us in t.items()]}
+
+
+def test_rows_merge_sizes_and_prefer_the_vendor_within_the_margin():
+    d = doc(4, {8: {"vendor": 1.0, "ring": 0.99},     # within 3 %: vendor
+                16: {"vendor": 1.0, "ring": 0.5},     # ring clearly faster
+                32: {"vendor": 2.0, "ring": 1.0},
+                64: {"vendor": 1.0, "ring": 3.0}})
+    rows = tune.table_rows(d)
+    assert [r["algorithm"] for r in rows] == ["vendor", "ring", "vendor"]
+    assert rows[0]["max_bytes"] == 11 and rows[1]["max_bytes"] == 45   # geometric means 8|16, 32|64
+    assert rows[-1]["max_bytes"] == tune.LAST_MAX_BYTES
+    assert all(r["ranks"] == 4 for r in rows)
+
+
+def test_a_lone_noisy_size_does_not_split_a_range():
+    d = doc(2, {8: {"vendor": 1.0, "ring": 2.0}, 16: {"vendor": 1.07, "ring": 1.0},
+                32: {"vendor": 1.0, "ring": 2.0}})
+    assert [r["algorithm"] for r in tune.table_rows(d)] == ["vendor"]
+
+
+@needs_build
+def test_fit_recovers_the_parameters_of_the_cost_model():
+    from mpiopt.commands.model import CostModel
+    model = CostModel(mpi.library(FLAVOURS[0]))
+    alpha, beta, gamma = 3e-6, 2e-10, 5e-11
+    docs = []
+    for p in (2, 3, 4, 8):
+        times = {n: {a: 1e6 * model.seconds(a, p, n, alpha, beta, gamma) for a in model.algorithms}
+                 for n in (8, 1024, 65536, 1 << 20, 1 << 24)}
+        docs.append(doc(p, times))
+    fit = tune.fit_model(docs, model)
+    assert fit["alpha"] == pytest.approx(alpha, rel=1e-3)
+    assert fit["beta"] == pytest.approx(beta, rel=1e-3)
+    assert fit["gamma"] == pytest.approx(gamma, rel=1e-3)
+
+
+@needs_build
+def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
+    flavour = FLAVOURS[0]
+    out = tmp_path / "tuning.json"
+    r = mpiopt("tune", "-np", "2", "--flavour", flavour, "--sizes", "8:512", "--iterations", "3",
+               "--warmup", "0", "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    table = json.loads(out.read_text())
+    assert json.loads(r.stdout)["tables"][flavour] == table
+    assert table["version"] == 1 and table["flavour"] == flavour
+    assert set(table["model"]) == {"alpha", "beta", "gamma"}
+    assert all(isinstance(v, float) and v >= 0 for v in table["model"].values())
+    assert table["model"]["alpha"] > 0
+    for op in ("allreduce", "reduce"):
+        rows = table[op]
+        assert rows and all(set(row) == {"ranks", "max_bytes", "algorithm"} for row in rows)
+        assert all(row["ranks"] == 2 and row["algorithm"] in ALGORITHMS for row in rows)
+        sizes = [row["max_bytes"] for row in rows]
+        assert sizes == sorted(sizes) and sizes[-1] == tune.LAST_MAX_BYTES
+    # libmpiopt loads it: auto's choice for 8 bytes on 2 ranks is the table's first row
+    env = dict(os.environ, MPIOPT_TUNING_FILE=str(out), MPIOPT_VERBOSE="1")
+    run = mpi.run(flavour, 2, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8:8", "-i", "1", "-x", "0"],
+                  env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    chosen = [line for line in run.stderr.splitlines() if "allreduce" in line and "mpiopt" in line]
+    assert chosen and chosen[0].split()[-1] == table["allreduce"][0]["algorithm"], run.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-np", "0"], "bad process counts"),
+    (["--sizes", "1M:8"], "minimum is larger"),
+    (["--flavour", "lam"], "unknown MPI flavour"),
+    (["--iterations", "0"], "at least 1"),
+])
+def test_bad_input_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "t.json"
+    r = mpiopt("tune", "-o", str(out), *args)
+    assert r.returncode == 2 and message in r.stderr
+    assert not out.exists()
+
+
+@pytest.mark.skipif(len(FLAVOURS) < 2, reason="needs two MPI flavours")
+def test_several_flavours_need_a_placeholder(tmp_path):
+    r = mpiopt("tune", "-o", str(tmp_path / "t.json"))
+    assert r.returncode == 2 and "{flavour}" in r.stderr
+    assert not list(tmp_path.iterdir())
