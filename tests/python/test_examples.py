@@ -26,6 +26,10 @@ EXAMPLES = {
 # How many collectives of each example sit in a loop with loop-invariant arguments and fixed
 # buffer addresses, i.e. must become persistent (the others stay nonblocking).
 PERSISTENT_CALLS = {"cg": 4, "four_allreduce": 4, "game_of_life": 2, "six_bcasts": 6}
+# Programs that are only checked for unchanged output (and safe waits): examples/hazards.c holds the
+# negative cases, where waits must stay close and some calls must stay blocking or nonblocking.
+DIFFERENTIAL_ONLY = {"hazards": ["-i", "3"]}
+PROGRAMS = {**EXAMPLES, **DIFFERENTIAL_ONLY}
 BLOCKING_COLLECTIVE = re.compile(r"\bMPI_(Allreduce|Allgather|Bcast|Reduce|Neighbor_alltoallw)\s*\(")
 NONBLOCKING_COLLECTIVE = re.compile(r"\bMPI_I(allreduce|allgather|bcast|reduce|neighbor_alltoallw)\s*\(")
 PERSISTENT_INIT = re.compile(r"\bMPIX?_(Allreduce|Allgather|Bcast|Reduce|Neighbor_alltoallw)_init\s*\(")
@@ -50,7 +54,7 @@ def versions(tmp_path_factory):
         pytest.fail("`mpiopt transform` is not available (python/mpiopt/transform, issue 5 part 1)")
     out = tmp_path_factory.mktemp("examples")
     built, transformed = {}, {}
-    for name in EXAMPLES:
+    for name in PROGRAMS:
         source = EXAMPLES_DIR / f"{name}.c"
         for flavour in FLAVOURS:
             entry = built.setdefault((name, flavour), {})
@@ -76,17 +80,17 @@ def _get(entry: dict, version: str) -> difftest.Build:
 
 
 @pytest.mark.parametrize("flavour", FLAVOURS)
-@pytest.mark.parametrize("name", list(EXAMPLES))
+@pytest.mark.parametrize("name", list(PROGRAMS))
 def test_transformed_examples_print_what_the_originals_print(versions, name, flavour):
     entry = versions[0][(name, flavour)]
     original = _get(entry, "original")
     builds = {mode: _get(entry, mode) for mode in difftest.MODES}
     failures = []
     for np in difftest.RANKS:
-        expected = difftest.run(original.executable, flavour, np, EXAMPLES[name])
+        expected = difftest.run(original.executable, flavour, np, PROGRAMS[name])
         assert expected.strip(), f"{name} printed nothing with {np} ranks"
         for mode, b in builds.items():
-            actual = difftest.run(b.executable, flavour, np, EXAMPLES[name])
+            actual = difftest.run(b.executable, flavour, np, PROGRAMS[name])
             failures += [f"{mode} np={np}: {d}" for d in difftest.compare_outputs(expected, actual)]
     assert not failures, "\n".join(failures)
 
@@ -161,6 +165,54 @@ def test_waits_are_at_least_as_late_as_in_the_paper(versions, name):
         early += [f"{call}…: wait before line {w['line']} ({w['blocked_by']}), the paper's is at line {limit}"
                   for w in site["waits"] if w["line"] < limit]
     assert not early, "\n".join(early)
+
+
+# examples/hazards.c: (a piece of the call, the ranks a wait is for, a piece of the statement the
+# wait must come before). "root"/"nonroot" entries accept a wait for all ranks too.
+HAZARD_WAITS = [
+    ("MPI_Scatter(nums", "root", "for (int i = 0; i < len * p; i++)\n        nums[i] = -i"),  # figure 8
+    ("MPI_Scatter(nums", "nonroot", "for (int i = 0; i < len; i++)\n        s += sub_nums"),
+    ("MPI_Allreduce(send, recv", "all", "alias[3] = 7;"),
+    ("MPI_Bcast(buf, N", "all", "*q += w;"),
+    ("MPI_Allreduce(in, out, N, MPI_LONG, MPI_MAX", "all", "r[0] = 99;"),
+    ("MPI_Allreduce(in, out, N, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n    bump_escaped", "all",
+     "bump_escaped();\n    return"),
+    ("MPI_Allreduce(in, out, N, MPI_LONG, MPI_MIN", "all", "qsort(out"),
+    ("MPI_Allreduce(&local, &global, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n    if (round", "all",
+     "return busy_work(round) % 5;"),
+    ("MPI_Allreduce(&local, &global, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n        if (k == iters)", "all",
+     "break;"),
+    ("MPI_Bcast(&v, 1", "all", "goto skip;"),
+    ("MPI_Allreduce(in, out, N, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);\n    long s = checksum(in", "all",
+     "free(out);"),
+    ("MPI_Bcast(inner", "all", "s += checksum(inner, N);"),
+    ("MPI_Allreduce(cur, next", "all", "next[i] %= 1000003;"),
+    ("MPI_Reduce(results, totals", "root", "printf(\"%s %ld\\n\""),
+    ("MPI_Reduce(results, totals", "nonroot", "MPI_Finalize();\n    return 0;"),
+]
+
+
+@pytest.mark.parametrize("mode", difftest.MODES)
+def test_hazard_waits_come_before_the_conflict(versions, mode):
+    """Reading the report: every transformed call of hazards.c waits no later than the first
+    statement that conflicts with it (what the differential run cannot prove when MPI happens to
+    finish early), and the swapped buffers do not become persistent."""
+    _, transformed = versions
+    text = (EXAMPLES_DIR / "hazards.c").read_text()
+    sites = {s["line"]: s for s in difftest.call_sites(transformed[("hazards", FLAVOURS[0], mode)].report)}
+    late = []
+    for call, ranks, before in HAZARD_WAITS:
+        site = sites[_line_of(text, call)]
+        if site["action"] == "unchanged":
+            continue
+        limit = _line_of(text, before)
+        waits = [w for w in site["waits"] if w["guard"] in ("all", ranks)]
+        if not waits:
+            late.append(f"{call}…: no wait for {ranks} ranks")
+        late += [f"{call}…: {ranks} wait before line {w['line']}, must be at most {limit} ({before!r})"
+                 for w in waits if w["line"] > limit]
+    assert not late, "\n".join(late)
+    assert sites[_line_of(text, "MPI_Allreduce(cur, next")]["action"] != "persistent"
 
 
 def test_transforming_twice_changes_nothing(versions, tmp_path):
