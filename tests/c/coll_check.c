@@ -9,7 +9,9 @@
  * ranks, bit for bit.
  *
  *   test-coll_check [--algorithms auto,vendor,…] [--counts 0,1,…] [--roots all|ends]
- *                   [--cases all|quick] [--comms world,dup,split,self] [--reduce 0|1]
+ *                   [--cases all|quick|minimal] [--big-cases all|quick|minimal]
+ *                   [--comms world,dup,split,self] [--reduce 0|1]
+ * --big-cases: the cases run at counts >= 10000 (default: as --cases).
  * Prints "coll_check: N checks, F failures" on rank 0; exit code 1 on any failure. */
 #include <complex.h>
 #include <math.h>
@@ -30,7 +32,7 @@ struct test_case {
     int exact;                  /* 1: bitwise; 0: inexact doubles, compared with a tolerance;
                                    2: float pairs compared with == (the sign of a zero imaginary
                                    part depends on the order of complex products) */
-    int quick;                  /* part of the reduced set run at large p */
+    int quick;                  /* 1: part of the quick set; 2: also of the minimal set */
     int vendor_bug;             /* the vendor's own result is known to be wrong: not checked */
     void (*gen)(void *buf, int rank, size_t n);
     void (*ref)(const void *in, void *acc, size_t n);   /* acc = acc op in (acc: lower ranks) */
@@ -163,7 +165,7 @@ static void setup_cases(void)
     MPI_Type_commit(&mat_type);
     MPI_Op_create(user_mat, 0, &mat_op);
     MPI_Op_create(user_sum, 1, &usersum_op);
-    add("int SUM", MPI_INT, MPI_SUM, 4, 4, 1, 1, gen_int_small, ref_int_sum);
+    add("int SUM", MPI_INT, MPI_SUM, 4, 4, 1, 2, gen_int_small, ref_int_sum);
     add("int PROD", MPI_INT, MPI_PROD, 4, 4, 1, 0, gen_int_prod, ref_int_prod);
     add("int MAX", MPI_INT, MPI_MAX, 4, 4, 1, 0, gen_int_bits, ref_int_max);
     add("int BXOR", MPI_INT, MPI_BXOR, 4, 4, 1, 0, gen_int_bits, ref_int_bxor);
@@ -171,7 +173,7 @@ static void setup_cases(void)
     add("double SUM", MPI_DOUBLE, MPI_SUM, 8, 8, 1, 1, gen_dbl_dyadic, ref_dbl_sum);
     add("double PROD", MPI_DOUBLE, MPI_PROD, 8, 8, 1, 0, gen_dbl_prod, ref_dbl_prod);
     add("double MAX", MPI_DOUBLE, MPI_MAX, 8, 8, 1, 0, gen_dbl_any, ref_dbl_max);
-    add("double SUM inexact", MPI_DOUBLE, MPI_SUM, 8, 8, 0, 1, gen_dbl_any, ref_dbl_sum);
+    add("double SUM inexact", MPI_DOUBLE, MPI_SUM, 8, 8, 0, 2, gen_dbl_any, ref_dbl_sum);
     add("float complex SUM", MPI_C_FLOAT_COMPLEX, MPI_SUM, 8, 8, 2, 0, gen_cf_small, ref_cf_sum);
     add("float complex PROD", MPI_C_FLOAT_COMPLEX, MPI_PROD, 8, 8, 2, 1, gen_cf_prod, ref_cf_prod);
     add("int8 SUM", MPI_INT8_T, MPI_SUM, 1, 1, 1, 0, gen_i8, ref_i8_sum);
@@ -182,7 +184,7 @@ static void setup_cases(void)
     add("int8 BXOR", MPI_INT8_T, MPI_BXOR, 1, 1, 1, 0, gen_i8, ref_i8_bxor);
     add("double_int MINLOC", MPI_DOUBLE_INT, MPI_MINLOC, 16, 12, 1, 1, gen_dint, ref_minloc);
     add("double_int MAXLOC", MPI_DOUBLE_INT, MPI_MAXLOC, 16, 12, 1, 0, gen_dint, ref_maxloc);
-    add("user 2x2 matrix product (non-commutative)", mat_type, mat_op, 32, 32, 1, 1, gen_mat,
+    add("user 2x2 matrix product (non-commutative)", mat_type, mat_op, 32, 32, 1, 2, gen_mat,
         ref_mat);
     add("user int sum (commutative)", MPI_INT, usersum_op, 4, 4, 1, 1, gen_int_small,
         ref_int_usersum);
@@ -243,7 +245,7 @@ static void reference(const test_case *t, const int *ranks, int p, size_t n, voi
 
 static void check_result(const char *what, const test_case *t, const char *alg, MPI_Comm comm,
                          const char *comm_name, int count, int inplace, int root, int rc,
-                         const void *got, const void *want, int compare_across)
+                         const void *got, const void *want)
 {
     int p, rank;
     char detail[200];
@@ -260,23 +262,36 @@ static void check_result(const char *what, const test_case *t, const char *alg, 
             fail(what, t, alg, p, count, inplace, root, comm_name, detail);
         }
     }
-    if (!compare_across)
-        return;
-    /* every rank must hold bitwise the same result */
-    uint64_t h = fnv(t, got, (size_t)count), *all = malloc(sizeof(uint64_t) * (size_t)p);
-    PMPI_Allgather(&h, 8, MPI_BYTE, all, 8, MPI_BYTE, comm);
-    for (int r = 1; r < p; r++)
-        if (all[r] != all[0]) {
-            snprintf(detail, sizeof detail, "rank %d's result differs bitwise from rank 0's", r);
-            if (rank == 0)
-                fail(what, t, alg, p, count, inplace, root, comm_name, detail);
-            break;
-        }
+}
+
+/* Every rank must hold bitwise the same allreduce result: the hashes of one batch of results
+ * (one per algorithm and in-place mode) are compared in one collective, to keep the number of
+ * extra messages small on an oversubscribed machine. */
+static void check_same_bits(const test_case *t, MPI_Comm comm, const char *comm_name, int count,
+                            const uint64_t *hashes, const int *algs, int nhashes)
+{
+    int p, rank;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &rank);
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)p * (size_t)nhashes);
+    PMPI_Allgather(hashes, 8 * nhashes, MPI_BYTE, all, 8 * nhashes, MPI_BYTE, comm);
+    for (int h = 0; h < nhashes && rank == 0; h++) {
+        checks++;
+        for (int r = 1; r < p; r++)
+            if (all[(size_t)r * (size_t)nhashes + (size_t)h] != all[h]) {
+                char detail[100];
+                snprintf(detail, sizeof detail, "rank %d's result differs bitwise from rank 0's", r);
+                fail("allreduce", t, mpiopt_algorithm_name((mpiopt_algorithm)algs[h / 2]), p,
+                     count, h % 2, -1, comm_name, detail);
+                break;
+            }
+    }
     free(all);
 }
 
 static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int nalgs,
-                     const int *counts_in, int ncounts, int all_roots, int quick, int do_reduce)
+                     const int *counts_in, int ncounts, int all_roots, int quick, int big_quick,
+                     int do_reduce)
 {
     int p, rank;
     MPI_Comm_size(comm, &p);
@@ -289,12 +304,15 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
             continue;
         for (int ti = 0; ti < ncases; ti++) {
             const test_case *t = &cases[ti];
-            if (quick && !t->quick)
+            /* big counts cost the most: they get the smaller set of cases */
+            int level = count >= 10000 && big_quick > quick ? big_quick : quick;
+            if (t->quick < level)
                 continue;
             size_t bytes = (size_t)count * t->extent + 1;
             char *want = malloc(bytes), *tmp = malloc(bytes), *in = malloc(bytes),
                  *out = malloc(bytes);
             reference(t, ranks, p, (size_t)count, want, tmp);
+            uint64_t hashes[32] = {0};
             for (int ai = 0; ai < nalgs; ai++) {
                 const char *alg = mpiopt_algorithm_name((mpiopt_algorithm)algs[ai]);
                 if (algs[ai] == MPIOPT_ALG_VENDOR && t->vendor_bug)
@@ -307,12 +325,13 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                     int rc = mpiopt_allreduce(inplace ? MPI_IN_PLACE : in, out, count, t->type,
                                               t->op, comm, (mpiopt_algorithm)algs[ai]);
                     check_result("allreduce", t, alg, comm, comm_name, count, inplace, -1, rc,
-                                 out, want, 1);
+                                 out, want);
+                    hashes[2 * ai + inplace] = fnv(t, out, (size_t)count);
                 }
                 if (!do_reduce)
                     continue;
                 for (int root = 0; root < p; root++) {
-                    if (!all_roots && root != 0 && root != p - 1 && root != p / 2)
+                    if (!all_roots && root != 0 && root != p - 1)
                         continue;
                     /* in place at the root; at non-zero roots too (MPICH 4.0.2 crashes there) */
                     for (int inplace = 0; inplace < 2; inplace++) {
@@ -325,7 +344,7 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                                                t->type, t->op, root, comm,
                                                (mpiopt_algorithm)algs[ai]);
                         check_result("reduce", t, alg, comm, comm_name, count, inplace, root, rc,
-                                     rank == root ? out : NULL, want, 0);
+                                     rank == root ? out : NULL, want);
                         /* the input of a non-root rank must be left alone */
                         if (!here_in_place) {
                             t->gen(tmp, world_rank, (size_t)count);
@@ -336,6 +355,7 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                     }
                 }
             }
+            check_same_bits(t, comm, comm_name, count, hashes, algs, 2 * nalgs);
             free(want);
             free(tmp);
             free(in);
@@ -364,6 +384,11 @@ static int parse_counts(const char *s, int *out, int max)
     return n;
 }
 
+static int case_level(const char *name)
+{
+    return !strcmp(name, "minimal") ? 2 : !strcmp(name, "quick") ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -371,13 +396,14 @@ int main(int argc, char **argv)
     const char *alg_list = "auto,vendor,binomial,recursive_doubling,ring,rabenseifner,binary_blocks";
     const char *count_list = "0,1,p-1,p,p+1,1000,65537";
     const char *comm_list = "world,dup,split,self";
-    int all_roots = 0, quick = 0, do_reduce = 1;
+    int all_roots = 0, quick = 0, big_quick = 0, do_reduce = 1;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--algorithms")) alg_list = argv[i + 1];
         else if (!strcmp(argv[i], "--counts")) count_list = argv[i + 1];
         else if (!strcmp(argv[i], "--comms")) comm_list = argv[i + 1];
         else if (!strcmp(argv[i], "--roots")) all_roots = !strcmp(argv[i + 1], "all");
-        else if (!strcmp(argv[i], "--cases")) quick = !strcmp(argv[i + 1], "quick");
+        else if (!strcmp(argv[i], "--cases")) quick = case_level(argv[i + 1]);
+        else if (!strcmp(argv[i], "--big-cases")) big_quick = case_level(argv[i + 1]);
         else if (!strcmp(argv[i], "--reduce")) do_reduce = atoi(argv[i + 1]);
         else {
             if (world_rank == 0)
@@ -406,23 +432,26 @@ int main(int argc, char **argv)
     /* world: everything; the other communicators: the reduced set with the small counts */
     static const int small_counts[] = {0, 1, -1000001, -999999, 1000};
     if (strstr(comm_list, "world"))
-        run_comm(MPI_COMM_WORLD, "world", algs, nalgs, counts, ncounts, all_roots, quick,
+        run_comm(MPI_COMM_WORLD, "world", algs, nalgs, counts, ncounts, all_roots, quick, big_quick,
                  do_reduce);
     if (strstr(comm_list, "dup")) {
         MPI_Comm dup;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-        run_comm(dup, "dup", algs, nalgs, small_counts, 5, 0, 1, do_reduce);
+        run_comm(dup, "dup", algs, nalgs, small_counts, 5, 0, quick > 1 ? quick : 1, 0,
+                 do_reduce);
         MPI_Comm_free(&dup);
     }
     if (strstr(comm_list, "split")) {
         /* uneven halves, ranks reversed: comm ranks differ from world ranks */
         MPI_Comm split;
         MPI_Comm_split(MPI_COMM_WORLD, world_rank % 3 == 0, -world_rank, &split);
-        run_comm(split, "split", algs, nalgs, small_counts, 5, 0, 1, do_reduce);
+        run_comm(split, "split", algs, nalgs, small_counts, 5, 0, quick > 1 ? quick : 1, 0,
+                 do_reduce);
         MPI_Comm_free(&split);
     }
     if (strstr(comm_list, "self"))
-        run_comm(MPI_COMM_SELF, "self", algs, nalgs, small_counts, 5, 0, 1, do_reduce);
+        run_comm(MPI_COMM_SELF, "self", algs, nalgs, small_counts, 5, 0, quick > 1 ? quick : 1, 0,
+                 do_reduce);
 
     long totals[2] = {checks, failures}, sums[2];
     PMPI_Allreduce(totals, sums, 2, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);

@@ -1,0 +1,129 @@
+"""mpiopt_allreduce / mpiopt_reduce against a rank-order reference, on both MPIs.
+
+One mpirun per (flavour, p) runs every combination inside tests/c/coll_check.c (algorithms incl.
+auto and vendor × ops × types × in-place × counts × roots × world/dup/split/self communicators).
+This machine has 2 cores: p > 2 is oversubscribed, and MPICH (ch4:ucx) busy-polls, so every
+message between two ranks that are not both running costs a scheduler time slice. The full
+matrix therefore runs where it is cheap (Open MPI, small p) and a smaller set elsewhere; every
+algorithm still runs at every p on both MPIs.
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+import pytest
+
+from mpiopt import mpi
+
+ALL_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17]
+
+# (flavour, p) -> checker options. Defaults: all algorithms, all cases, counts
+# {0, 1, p-1, p, p+1, 1000, 65537}, roots {0, p-1}, communicators world, dup, split, self.
+def checker_options(flavour, p):
+    if flavour == "openmpi":
+        if p <= 4:
+            return []
+        if p <= 9:
+            return ["--big-cases", "quick"]
+        return ["--cases", "quick", "--big-cases", "minimal", "--comms", "world,split"]
+    if p <= 2:
+        return ["--big-cases", "minimal"]
+    if p <= 9:
+        return ["--cases", "minimal", "--counts", "p-1,p+1,65537",
+                "--comms", "world,split" if p in (3, 6) else "world"]
+    return ["--cases", "minimal", "--counts", "p+1,1000", "--comms", "world"]
+
+
+def params():
+    out = []
+    for flavour in mpi.FLAVOURS:
+        for p in ALL_P:
+            out.append(pytest.param(flavour, p, id=f"{flavour}-p{p}"))
+    return out
+
+
+def run_checker(flavour, p, options, env=None, timeout=240):
+    exe = mpi.binary(flavour, "test-coll_check")
+    if not exe.exists():
+        pytest.skip(f"{exe} not built (make build)")
+    return mpi.run(flavour, p, [exe, *options], timeout=timeout, env=env)
+
+
+@pytest.mark.parametrize("flavour,p", params())
+def test_allreduce_and_reduce_match_rank_order_reference(flavour, p):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    r = run_checker(flavour, p, checker_options(flavour, p))
+    summary = [line for line in r.stdout.splitlines() if line.startswith("coll_check:")]
+    assert r.returncode == 0 and summary, r.stdout[-3000:] + r.stderr[-3000:]
+    checks, failures = [int(w) for w in summary[0].replace(",", "").split() if w.isdigit()]
+    assert failures == 0
+    assert checks > 100 * p   # the matrix really ran
+
+
+def verbose_lines(stderr):
+    return [line for line in stderr.splitlines() if line.startswith("mpiopt: allreduce")
+            or line.startswith("mpiopt: reduce")]
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_env_forces_algorithm_and_verbose_names_it(flavour):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    env = dict(os.environ, MPIOPT_ALLREDUCE="ring", MPIOPT_REDUCE="binomial", MPIOPT_VERBOSE="1")
+    r = run_checker(flavour, 3, ["--algorithms", "auto", "--cases", "minimal", "--counts", "1000",
+                                 "--comms", "world"], env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = verbose_lines(r.stderr)
+    assert any("allreduce p=3" in l and l.endswith(": ring") for l in lines), lines
+    assert any(l.startswith("mpiopt: reduce p=3") and l.endswith(": binomial") for l in lines), lines
+    # the non-commutative matrix product must not go through the ring: an order-keeping one
+    assert any(l.startswith("mpiopt: allreduce p=3") and not l.endswith(": ring") for l in lines), lines
+    # one line per (operation, p, size class, algorithm): no repeats
+    assert len(lines) == len(set(lines))
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_tuning_file_rows_choose_the_algorithm(flavour):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    table = {"version": 1, "flavour": flavour,
+             "model": {"alpha": 2e-6, "beta": 2e-10, "gamma": 1e-10},
+             "allreduce": [{"ranks": 3, "max_bytes": 100, "algorithm": "binomial"},
+                           {"ranks": 3, "max_bytes": 1099511627776, "algorithm": "binary_blocks"}],
+             "reduce": [{"ranks": 3, "max_bytes": 1099511627776, "algorithm": "rabenseifner"}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(table, f)
+    try:
+        env = dict(os.environ, MPIOPT_TUNING_FILE=f.name, MPIOPT_VERBOSE="1")
+        r = run_checker(flavour, 3, ["--algorithms", "auto", "--cases", "minimal",
+                                     "--counts", "1,1000", "--comms", "world"], env=env)
+    finally:
+        os.unlink(f.name)
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = verbose_lines(r.stderr)
+    assert any("allreduce p=3 bytes<=4:" in l and l.endswith("binomial") for l in lines), lines
+    assert any("allreduce p=3 bytes<=4096" in l and l.endswith("binary_blocks") for l in lines), lines
+    assert any(l.startswith("mpiopt: reduce p=3 bytes<=4096") and l.endswith("rabenseifner")
+               for l in lines), lines
+    assert "warning" not in r.stderr
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_bad_tuning_file_warns_once_and_still_works(flavour):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write('{"version": 1, "allreduce": [{"ranks": 2, "algorithm": "fastest"}]}')
+    try:
+        env = dict(os.environ, MPIOPT_TUNING_FILE=f.name, MPIOPT_ALLREDUCE="no_such")
+        r = run_checker(flavour, 2, ["--algorithms", "auto", "--cases", "minimal",
+                                     "--counts", "5", "--comms", "world"], env=env)
+    finally:
+        os.unlink(f.name)
+    assert r.returncode == 0, r.stderr[-2000:]
+    warnings = [l for l in r.stderr.splitlines() if "mpiopt: warning" in l]
+    assert len(warnings) == 2, warnings
+    assert any("unknown algorithm name" in w for w in warnings)
+    assert any("MPIOPT_ALLREDUCE=no_such" in w for w in warnings)
