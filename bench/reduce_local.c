@@ -24,6 +24,9 @@ static const struct { const char *name, *mpi_name; MPI_Op op; } all_ops[] = {
 };
 #define NOPS ((int)(sizeof all_ops / sizeof all_ops[0]))
 
+/* --threads-always: the threaded column uses every thread at every size */
+static int force_threads;
+
 typedef struct {
     long lower, upper;
     int repeats, max_shift, type_bits, shift1, shift2, verbose, check, compare, json;
@@ -47,7 +50,9 @@ static void usage(const char *prog, FILE *f)
             " -2 N   misalignment of the result, in elements\n"
             " -v     verbose        -f  no correctness checks        -h  this help\n"
             " --compare   vendor vs mpiopt 1 thread vs mpiopt threaded vs stream-add, GB/s and ratios\n"
-            " --json      with --compare: one JSON array of records\n\n"
+            " --json      with --compare: one JSON array of records\n"
+            " --threads-always  with --compare: the threaded column uses all threads at every size\n"
+            "             (default: as mpiopt does, threads only from MPIOPT_THREAD_MIN_BYTES up)\n\n"
             "example: %s --compare -o sum,max,prod -t d -l 1000 -u 1000 -r 2000\n",
             prog, prog);
 }
@@ -58,6 +63,7 @@ static int parse(int argc, char **argv, options *o)
                     .check = 1, .types = "uifd" };
     static struct option longopts[] = { { "compare", no_argument, 0, 'C' },
                                         { "json", no_argument, 0, 'J' },
+                                        { "threads-always", no_argument, 0, 'T' },
                                         { "help", no_argument, 0, 'h' }, { 0, 0, 0, 0 } };
     int c;
     while ((c = getopt_long(argc, argv, "l:u:r:t:o:i:s:1:2:vfh", longopts, NULL)) != -1) {
@@ -103,6 +109,7 @@ static int parse(int argc, char **argv, options *o)
         case 'f': o->check = 0; break;
         case 'C': o->compare = 1; break;
         case 'J': o->json = 1; break;
+        case 'T': force_threads = 1; break;
         case 'h': usage(argv[0], stdout); return 1;
         default: usage(argv[0], stderr); return -1;
         }
@@ -273,9 +280,18 @@ static void run_variant(variant v, const elem_type *t, MPI_Op op, const mpiopt_o
     switch (v) {
     case V_VENDOR: PMPI_Reduce_local(a, b, (int)count, t->dt, op); break;
     case V_ONE_THREAD: k->k2(a, b, (size_t)count); break;
-    case V_THREADED: mpiopt_run2_threads(k->k2, a, b, (size_t)count, k->elem_size, threads); break;
+    case V_THREADED:
+        /* as a user gets it: threads above MPIOPT_THREAD_MIN_BYTES, or forced with --threads-always */
+        if (force_threads)
+            mpiopt_run2_threads(k->k2, a, b, (size_t)count, k->elem_size, threads);
+        else
+            mpiopt_run2(k->k2, a, b, (size_t)count, k->elem_size);
+        break;
     case V_STREAM1: stream_add((double *)a, (double *)b, (double *)c, bytes / 8, 1); break;
-    case V_STREAMT: stream_add((double *)a, (double *)b, (double *)c, bytes / 8, threads); break;
+    case V_STREAMT:
+        stream_add((double *)a, (double *)b, (double *)c, bytes / 8,
+                   force_threads ? threads : mpiopt_threads_for(bytes));
+        break;
     default: break;
     }
 }
@@ -287,9 +303,9 @@ static int run_compare(const options *o, char *a, char *b, char *c)
     if (o->json)
         printf("[");
     else
-        printf("# isa %s, threaded columns use %d threads (process affinity / MPIOPT_THREADS)\n"
+        printf("# isa %s, threaded columns: up to %d threads (process affinity / MPIOPT_THREADS)%s\n"
                "# %-8s %-12s %10s %10s %9s %9s %9s %9s %9s %8s %8s %8s\n",
-               mpiopt_kernel_isa(), threads, "op", "type", "count", "bytes", "vendor", "mpiopt1t",
+               mpiopt_kernel_isa(), threads, force_threads ? ", at every size" : ", from MPIOPT_THREAD_MIN_BYTES", "op", "type", "count", "bytes", "vendor", "mpiopt1t",
                "mpioptMT", "stream1t", "streamMT", "1t/vend", "MT/1t", "1t/strm");
     for (const char *tk = o->types; *tk; tk++) {
         elem_type t = type_for(*tk, o->type_bits);
@@ -303,23 +319,25 @@ static int run_compare(const options *o, char *a, char *b, char *c)
                 fill(&t, a, count, op == MPI_PROD, 1);
                 fill(&t, b, count, op == MPI_PROD, 5);
                 memset(c, 0, bytes);
-                /* batch size: about 1 ms of one-thread work, at least one call */
-                int batch = 1;
-                for (;;) {
-                    double t0 = MPI_Wtime();
-                    for (int i = 0; i < batch; i++) run_variant(V_ONE_THREAD, &t, op, &k, a, b, c, count, threads);
-                    if (MPI_Wtime() - t0 > 1e-3 || batch > (1 << 24)) break;
-                    batch *= 2;
+                /* per variant, a batch of calls that takes about 1 ms (at least one call) */
+                int batch[NVARIANTS];
+                for (int v = 0; v < NVARIANTS; v++) {
+                    batch[v] = 1;
+                    for (;;) {
+                        double t0 = MPI_Wtime();
+                        for (int i = 0; i < batch[v]; i++) run_variant(v, &t, op, &k, a, b, c, count, threads);
+                        if (MPI_Wtime() - t0 > 1e-3 || batch[v] > (1 << 24)) break;
+                        batch[v] *= 2;
+                    }
                 }
                 double best[NVARIANTS];
                 for (int v = 0; v < NVARIANTS; v++) best[v] = INFINITY;
                 int rounds = o->repeats < 3 ? 3 : o->repeats;
                 for (int r = 0; r < rounds; r++)
                     for (int v = 0; v < NVARIANTS; v++) {
-                        run_variant(v, &t, op, &k, a, b, c, count, threads);   /* warm */
                         double t0 = MPI_Wtime();
-                        for (int i = 0; i < batch; i++) run_variant(v, &t, op, &k, a, b, c, count, threads);
-                        double dt = (MPI_Wtime() - t0) / batch;
+                        for (int i = 0; i < batch[v]; i++) run_variant(v, &t, op, &k, a, b, c, count, threads);
+                        double dt = (MPI_Wtime() - t0) / batch[v];
                         if (dt < best[v]) best[v] = dt;
                     }
                 double gbs[NVARIANTS];
