@@ -205,7 +205,7 @@ def run(args) -> int:
     flavours, ranks, sizes = _check_args(args)
     # wide enough for a column per algorithm when the output is not a terminal (files, CI logs)
     console = Console(stderr=args.json, width=None if sys.stdout.isatty() else 110)
-    docs = []
+    docs, failures = [], []
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("allreduce benchmark", total=len(flavours) * len(ranks))
         for flavour in flavours:
@@ -218,9 +218,11 @@ def run(args) -> int:
                 except RuntimeError as e:
                     if "unknown data type" in str(e):  # the C program knows the types
                         raise UsageError(str(e).splitlines()[-1])
+                    failures.append(str(e))  # the other runs still count: report them too
                     console.print(f"[red]error:[/red] {e}")
-                    return 1
                 progress.advance(task)
+    if not docs:
+        return 1
 
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -233,12 +235,13 @@ def run(args) -> int:
                 "vendor_over_auto": {str(s): round(r, 4) for s, r in auto_ratios(d).items()},
                 "bar_holds": bar_holds(auto_ratios(d)) if auto_ratios(d) else None} for d in docs]
     if args.json:
-        print(json.dumps({"runs": docs, "summary": summary, "files": [str(f) for f in files]}, indent=1))
+        print(json.dumps({"runs": docs, "summary": summary, "files": [str(f) for f in files],
+                          "errors": failures}, indent=1))
     else:
         for doc in docs:
             print_table(console, doc)
         console.print("files: " + ", ".join(str(f) for f in files))
-    return 0
+    return 1 if failures else 0
 
 
 def print_table(console, doc: dict) -> None:
