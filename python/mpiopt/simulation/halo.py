@@ -6,8 +6,10 @@ from __future__ import annotations
 import fcntl
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -92,8 +94,9 @@ def simulate(exe: Path, placement, grid: Grid, args, workdir: Path) -> dict:
 
 def simulate_all(grid: Grid, placements, args) -> list[dict]:
     exe = build_halo2d()
-    workdir = exe.parent / f"halo-{grid.dims[0]}x{grid.dims[1]}-{args.ppn}-{args.platform}"
-    workdir.mkdir(parents=True, exist_ok=True)
+    # a directory per run: several simulations may run at once, and smpirun leaves files behind
+    workdir = Path(tempfile.mkdtemp(prefix=f"halo-{grid.dims[0]}x{grid.dims[1]}-{args.ppn}-",
+                                    dir=exe.parent))
     pattern = HaloPattern(grid, "5pt", args.periodic)
     rows = []
     for pl in placements:
@@ -101,6 +104,7 @@ def simulate_all(grid: Grid, placements, args) -> list[dict]:
         row.update({k: v for k, v in pattern.stats(pl, args.bytes).items()
                     if k in ("nodes", "messages_off_node", "bytes_off_node", "max_node_off_node_bytes")})
         rows.append(row)
+    shutil.rmtree(workdir, ignore_errors=True)
     smp = rows[-1]
     for row in rows:
         row["ratio_to_smp"] = row["time_per_step"] / smp["time_per_step"]
