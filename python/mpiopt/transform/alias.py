@@ -120,8 +120,9 @@ class PointsTo:
         if k == "UNARY_OPERATOR" and e.op == "*":
             return self.val(e.children[0])
         if k == "ARRAY_SUBSCRIPT_EXPR":
-            base = e.children[0] if e.children[0].shape in ("pointer", "array") or \
-                _strip(e.children[0]).shape in ("pointer", "array") else e.children[-1]
+            base, other = e.children[0], e.children[-1]
+            if shape_of(other) in ("pointer", "array") and shape_of(base) not in ("pointer", "array"):
+                base = other                                     # the i[a] spelling
             return self.val(base)
         if k == "MEMBER_REF_EXPR" and e.children:
             base = e.children[0]
@@ -337,10 +338,16 @@ def _strip(e: Node) -> Node:
     return e
 
 
+def shape_of(e: Node) -> str:
+    """The shape of an expression, looking through implicit casts (which carry no type here)."""
+    while e.kind == "UNEXPOSED_EXPR" and e.children:
+        e = e.children[-1]
+    return e.shape
+
+
 def _is_arrow(member: Node) -> bool:
-    """`p->f` rather than `s.f`: the base expression is a pointer."""
-    base = member.children[0]
-    return base.shape == "pointer" or _strip(base).shape == "pointer"
+    """`p->f` rather than `s.f`: the base expression is a pointer (or an array, decayed)."""
+    return shape_of(member.children[0]) in ("pointer", "array")
 
 
 def analyse(unit: Unit) -> PointsTo:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .alias import AbsLoc, PointsTo, find
+from .alias import AbsLoc, PointsTo, find, shape_of
 from .calls import COLLECTIVES, LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, is_mpi
 from .parse import Node, Unit
 
@@ -200,6 +200,8 @@ class EffectAnalysis:
     def access(self, e: Node, eff: Effects, read: bool, write: bool):
         loc = self.pts.lval(e)
         if loc is None:
+            if write:          # memory the analysis cannot name: nothing may move across it
+                eff.stop_at(f"writes `{self.text(e)[:40]}`, whose target the analysis cannot tell", e)
             self.expr(e, eff)
             return
         if read:
@@ -221,7 +223,7 @@ class EffectAnalysis:
                 self.expr(c, eff)
         elif k == "MEMBER_REF_EXPR" and e.children:
             base = e.children[0]
-            if base.shape == "pointer" or strip(base).shape == "pointer":
+            if shape_of(base) in ("pointer", "array"):
                 self.expr(base, eff)
             else:
                 self.address(base, eff)

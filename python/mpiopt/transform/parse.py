@@ -5,6 +5,7 @@ globals are copied once into `Node`s (kind, source offsets, referenced declarati
 whether the value is an array or a pointer). Everything after parsing works on `Node`s only."""
 from __future__ import annotations
 
+import bisect
 import ctypes
 import json
 import shlex
@@ -38,7 +39,6 @@ class Node:
     is_global: bool = False        # the referenced / declared variable has static storage
     shape: str = ""                # "array", "pointer" or "" for the node's (canonical) type
     callee: str = ""               # CALL_EXPR: name of a directly called function, else ""
-    in_macro: bool = False         # written through a macro expansion
 
     def walk(self):
         yield self
@@ -152,8 +152,11 @@ def flags_from_compile_commands(path: Path, database: Path | None) -> list[str]:
 _SHAPES = {ci.TypeKind.POINTER: "pointer", ci.TypeKind.CONSTANTARRAY: "array",
            ci.TypeKind.INCOMPLETEARRAY: "array", ci.TypeKind.VARIABLEARRAY: "array",
            ci.TypeKind.DEPENDENTSIZEDARRAY: "array"}
+# the analyses look at the shape of references, subscripts, dereferences and declarations only
+# (implicit casts, UNEXPOSED_EXPR, the most frequent nodes, are looked through)
 _TYPED = {K.DECL_REF_EXPR, K.MEMBER_REF_EXPR, K.ARRAY_SUBSCRIPT_EXPR, K.UNARY_OPERATOR,
-          K.VAR_DECL, K.PARM_DECL, K.CALL_EXPR, K.CSTYLE_CAST_EXPR, K.UNEXPOSED_EXPR, K.PAREN_EXPR}
+          K.VAR_DECL, K.PARM_DECL, K.BINARY_OPERATOR, K.CALL_EXPR, K.CONDITIONAL_OPERATOR,
+          K.PAREN_EXPR, K.CSTYLE_CAST_EXPR}
 
 
 def decl_key(cursor) -> str:
@@ -173,45 +176,108 @@ def _is_static_storage(cursor) -> bool:
     return cursor.storage_class in (ci.StorageClass.STATIC, ci.StorageClass.EXTERN)
 
 
-class _Converter:
-    def __init__(self, main_file: str):
-        self.main_file = main_file
+_KIND_NAMES: dict[int, str] = {}
+_OPERATORS = {K.BINARY_OPERATOR.value, K.COMPOUND_ASSIGNMENT_OPERATOR.value, K.UNARY_OPERATOR.value}
+_TYPED_IDS = {k.value for k in _TYPED}
+_REFS = {K.DECL_REF_EXPR.value, K.MEMBER_REF_EXPR.value}
+_DECLS = {K.VAR_DECL.value, K.PARM_DECL.value}
+_SPELLED = _REFS | _DECLS | {K.CALL_EXPR.value, K.LABEL_STMT.value, K.FUNCTION_DECL.value}
 
-    def convert(self, c, parent=None) -> Node:
-        ext = c.extent
-        n = Node(kind=c.kind.name, start=ext.start.offset, end=ext.end.offset,
-                 line=ext.start.line, spelling=c.spelling, parent=parent)
-        loc = c.location
-        if ext.start.file is None or loc.file is None or loc.file.name != self.main_file:
-            n.in_macro = True
-        kind = c.kind
-        if kind in (K.BINARY_OPERATOR, K.COMPOUND_ASSIGNMENT_OPERATOR, K.UNARY_OPERATOR):
+
+def _kind_name(kind_id: int) -> str:
+    name = _KIND_NAMES.get(kind_id)
+    if name is None:
+        name = _KIND_NAMES[kind_id] = K.from_id(kind_id).name
+    return name
+
+
+class _Converter:
+    """Copies cursors into Nodes with as few libclang calls per cursor as possible: one visit of
+    the whole tree (the parent is found on a stack) and source offsets read from the raw
+    location encoding when the location is a plain file location (macro ones ask libclang)."""
+
+    def __init__(self, main_file: str, text: bytes):
+        self.main_file = main_file
+        self.lib = ci.conf.lib
+        self._f, self._l, self._c, self._o = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        self._keys: dict = {}
+        self._base = None
+        self._newlines = [i for i, b in enumerate(text) if b == 10]
+
+    def _position(self, loc) -> tuple:
+        self.lib.clang_getInstantiationLocation(loc, ctypes.byref(self._f), ctypes.byref(self._l),
+                                                ctypes.byref(self._c), ctypes.byref(self._o))
+        return ctypes.cast(self._f, ctypes.c_void_p).value, self._l.value, self._o.value
+
+    def _offsets(self, c) -> tuple:
+        ext = self.lib.clang_getCursorExtent(c)
+        b, e = ext.begin_int_data, ext.end_int_data
+        if self._base is None:
+            self._base = b - self._position(self.lib.clang_getRangeStart(ext))[2]
+        start = b - self._base if b < 0x80000000 else self._position(self.lib.clang_getRangeStart(ext))[2]
+        end = e - self._base if e < 0x80000000 else self._position(self.lib.clang_getRangeEnd(ext))[2]
+        return start, end
+
+    def key(self, decl) -> str:
+        """decl_key, cached by declaration position (references repeat a lot)."""
+        f, _line, off = self._position(self.lib.clang_getCursorLocation(decl))
+        k = (f, off, decl._kind_id)
+        key = self._keys.get(k)
+        if key is None:
+            key = self._keys[k] = decl_key(decl)
+        return key
+
+    def node(self, c, parent) -> Node:
+        kind = c._kind_id
+        start, end = self._offsets(c)
+        n = Node(kind=_kind_name(kind), start=start, end=end,
+                 line=bisect.bisect_left(self._newlines, start) + 1, parent=parent)
+        if kind in _SPELLED:
+            n.spelling = c.spelling
+        if kind in _OPERATORS:
             n.op = operator_of(c)
-        if kind in _TYPED:
+        if kind in _TYPED_IDS:
             n.shape = _SHAPES.get(c.type.get_canonical().kind, "")
-        if kind in (K.DECL_REF_EXPR, K.MEMBER_REF_EXPR):
+        if kind in _REFS:
             r = c.referenced
             if r is not None:
-                n.ref = decl_key(r)
-                if r.kind in (K.VAR_DECL, K.PARM_DECL):
+                rk = r.kind
+                n.ref = self.key(r)
+                if rk in (K.VAR_DECL, K.PARM_DECL):
                     n.ref_kind = "var"
                     n.is_global = _is_static_storage(r)
-                elif r.kind == K.FUNCTION_DECL:
+                elif rk == K.FUNCTION_DECL:
                     n.ref_kind = "func"
-                elif r.kind == K.FIELD_DECL:
+                elif rk == K.FIELD_DECL:
                     n.ref_kind = "field"
                 else:
                     n.ref_kind = "const"
-        elif kind in (K.VAR_DECL, K.PARM_DECL):
-            n.ref = decl_key(c)
+        elif kind in _DECLS:
+            n.ref = self.key(c)
             n.is_global = _is_static_storage(c)
-        elif kind == K.CALL_EXPR:
+        elif n.kind == "CALL_EXPR":
             r = c.referenced
             if r is not None and r.kind == K.FUNCTION_DECL:
                 n.callee = r.spelling
-        for ch in c.get_children():
-            n.children.append(self.convert(ch, n))
         return n
+
+    def convert(self, root) -> Node:
+        top = self.node(root, None)
+        stack = [(root, top)]
+        equal = self.lib.clang_equalCursors
+
+        def visit(child, parent, _data):
+            while len(stack) > 1 and not equal(stack[-1][0], parent):
+                stack.pop()
+            child._tu = root._tu
+            owner = stack[-1][1]
+            n = self.node(child, owner)
+            owner.children.append(n)
+            stack.append((child, n))
+            return 2                                   # CXChildVisit_Recurse
+
+        self.lib.clang_visitChildren(root, ci.callbacks["cursor_visit"](visit), None)
+        return top
 
 
 def parse(path: str | Path, flavour: str = "openmpi", extra_args: list[str] | None = None,
@@ -242,7 +308,7 @@ def parse(path: str | Path, flavour: str = "openmpi", extra_args: list[str] | No
         raise ParseError(f"{where}: {d.spelling}" +
                          (f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""))
     main_file = tu.spelling
-    conv = _Converter(main_file)
+    conv = _Converter(main_file, text)
     functions, globals_, declared = {}, [], set()
     for c in tu.cursor.get_children():
         if c.kind == K.FUNCTION_DECL:
