@@ -234,8 +234,6 @@ static int run_classic(const options *o, char *in, char *inout, char *init_in, c
                            all_ops[o->ops[oi]].mpi_name, t.name, t.bytes * 8, count - k,
                            total / o->repeats);
                 }
-                if (count > o->upper / 2 && count != o->upper)
-                    break;
             }
         }
     }
