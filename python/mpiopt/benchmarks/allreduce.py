@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import subprocess
 import sys
@@ -110,7 +111,7 @@ def choose_flavours(requested: str) -> list[str]:
 
 
 def measure(flavour: str, np: int, sizes: tuple[int, int], algorithms: str = "all",
-            iterations: int = 50, warmup: int = 5, iterations_large: int = 10, warmup_large: int = 2,
+            iterations: int = 40, warmup: int = 5, iterations_large: int = 10, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", reduce: bool = False,
             validate: bool = False, time_limit: float = 0, timeout: float = 900) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results")."""
@@ -124,9 +125,11 @@ def measure(flavour: str, np: int, sizes: tuple[int, int], algorithms: str = "al
         argv.append("--reduce")
     if validate:
         argv.append("-c")
-    # --bind-to none: with more ranks than cores a rank pinned to a busy core would starve.
+    # The launcher's own binding while every rank has a core (what users get); --bind-to none when
+    # oversubscribed, where a rank pinned to a shared core would starve.
+    oversubscribed = np > (os.cpu_count() or 1)
     try:
-        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=True)
+        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) took more than {timeout:.0f} s")
     if proc.returncode != 0:
@@ -169,7 +172,7 @@ def add_arguments(p) -> None:
     p.add_argument("--algorithms", default="all",
                    help="comma-separated algorithms (vendor, auto, binomial, recursive_doubling, ring, "
                    "rabenseifner, binary_blocks) or all (default)")
-    p.add_argument("--iterations", type=int, default=50, help="timed iterations up to 8 KiB (default 50)")
+    p.add_argument("--iterations", type=int, default=40, help="timed iterations up to 8 KiB (default 40)")
     p.add_argument("--iterations-large", type=int, default=10, help="timed iterations above 8 KiB (default 10)")
     p.add_argument("--warmup", type=int, default=5, help="warm-up iterations up to 8 KiB (default 5)")
     p.add_argument("--warmup-large", type=int, default=2, help="warm-up iterations above 8 KiB (default 2)")
@@ -177,8 +180,8 @@ def add_arguments(p) -> None:
     p.add_argument("--op", default="sum", choices=["sum", "prod", "max", "min"], help="reduction op (default sum)")
     p.add_argument("--reduce", action="store_true", help="benchmark MPI_Reduce (root 0) instead")
     p.add_argument("--validate", action="store_true", help="also check every result (-c)")
-    p.add_argument("--time-limit", type=float, default=1.5, metavar="SECONDS",
-                   help="cut a size's iterations after about this long, keeping at least 3 (default 1.5; "
+    p.add_argument("--time-limit", type=float, default=1.0, metavar="SECONDS",
+                   help="cut a size's iterations after about this long, keeping at least 3 (default 1; "
                    "0 = never): oversubscribed MPICH takes milliseconds per call here")
 
 
