@@ -116,6 +116,13 @@ def test_bad_input_is_a_usage_error(args, message):
 
 
 @pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+def test_unbuilt_library_is_a_clear_error(programs, tmp_path):
+    env = dict(os.environ, MPIOPT_HOME=str(tmp_path))  # a source tree with no build/
+    r = mpiopt("run", "-np", "2", "--", str(programs[BUILT[0]]), env=env)
+    assert r.returncode == 2 and "is not built" in r.stderr and "rank 0" not in r.stdout
+
+
+@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
 def test_rank_order_needs_hosts_and_ppn(programs, tmp_path):
     order = tmp_path / "order"
     order.write_text("0,1\n")
