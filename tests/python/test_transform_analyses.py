@@ -399,3 +399,33 @@ def test_persistent_mode_without_persistent_names_stays_nonblocking(tmp_path):
     assert "no persistent collectives" in r.sites[0]["reason"]
     r4 = transform_file(path, Options(mode="persistent", flavour="mpich"))
     assert r4.sites[0]["action"] == "persistent" and b"MPI_Allreduce_init(" in r4.output
+
+
+def test_a_parameter_stored_through_another_parameter_is_not_kept_apart(tmp_path):
+    u = unit_of(tmp_path, """
+        static void publish(double **out, double *in) { *out = in; }
+        void f(void) {
+            double buf[2], *p;
+            publish(&p, buf);
+            p[0] = 1;
+        }
+    """)
+    pts = points_to(u)
+    assert ("publish", 1) not in pts.clean
+    buf, p = var(pts, u, "f", "buf"), var(pts, u, "f", "p")
+    assert pts.same(pts.pts(p), buf)
+
+
+def test_loop_written_argument_is_not_invariant(tmp_path):
+    u = unit_of(tmp_path, """
+        void f(double *a, double *b, int n) {
+            int k = 1;
+            for (int i = 0; i < n; i++) {
+                MPI_Allreduce(a, b, k, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+                k = 2;
+            }
+        }
+    """)
+    ea = analysis(u)
+    (site,) = find_sites(u, "f", ea)
+    assert "`k` in argument `k` is written in the loop" in why_not_persistent(site, ea)

@@ -193,7 +193,7 @@ class PointsTo:
             self._visit(g, None)
         for fn in unit.functions.values():
             for p in fn.params:
-                self.owner[p] = fn.name
+                self.owner[p] = ("param", fn.name, p)   # each parameter owns what it reaches
                 self.var(p)
             self._visit(fn.body, fn.name)
         self._bind_calls()
@@ -271,7 +271,9 @@ class PointsTo:
                 chain = self._chain(self.pts(self.var(p)))
                 ok = bool(chain)
                 for depth, n in enumerate(chain):
-                    o = owners.get(id(n), set()) - {name}
+                    # reachable from this parameter and the function's locals only: not from
+                    # another parameter (`*out = in` hands `in` to the caller), a global, the heap
+                    o = owners.get(id(n), set()) - {name, ("param", name, p)}
                     if o - {"ret:" + name}:
                         ok = False
                     elif o and not (depth == 0 and self.returns.get(name) is not None
