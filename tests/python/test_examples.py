@@ -26,6 +26,14 @@ EXAMPLES = {
 # How many collectives of each example sit in a loop with loop-invariant arguments and fixed
 # buffer addresses, i.e. must become persistent (the others stay nonblocking).
 PERSISTENT_CALLS = {"cg": 4, "four_allreduce": 4, "game_of_life": 2, "six_bcasts": 6}
+# ... except where the MPI's persistent collective is broken: MPICH 4.0.2's MPI_Allgather_init
+# gives stale data from the second MPI_Start on (power-of-two sizes; pmodels/mpich#6423, fixed in
+# 4.1), so CG's two gathers must stay nonblocking there.
+PERSISTENT_EXCEPTIONS = {("cg", "mpich"): 2}
+
+
+def persistent_calls(name: str, flavour: str) -> int:
+    return PERSISTENT_CALLS[name] - PERSISTENT_EXCEPTIONS.get((name, flavour), 0)
 # Programs that are only checked for unchanged output (and safe waits): examples/hazards.c holds the
 # negative cases, where waits must stay close and some calls must stay blocking or nonblocking.
 DIFFERENTIAL_ONLY = {"hazards": ["-i", "3"]}
@@ -111,7 +119,7 @@ def test_examples_are_transformed_and_compile_cleanly(versions, name, flavour):
         started = len(NONBLOCKING_COLLECTIVE.findall(text)) + len(PERSISTENT_INIT.findall(text))
         assert started == n_calls, f"{mode}: {started} of {n_calls} collectives transformed"
         if mode == "persistent":
-            assert len(PERSISTENT_INIT.findall(text)) == PERSISTENT_CALLS[name]
+            assert len(PERSISTENT_INIT.findall(text)) == persistent_calls(name, flavour)
             assert "MPI_Request_free" in text
         else:
             assert not PERSISTENT_INIT.findall(text)
@@ -128,7 +136,7 @@ def test_transform_report_lists_every_call_as_transformed(versions, name):
         left = [s for s in sites if s["action"] == "unchanged"]
         assert not left, f"{mode}: left alone: {left}"
         persistent = [s for s in sites if s["action"] == "persistent"]
-        assert len(persistent) == (PERSISTENT_CALLS[name] if mode == "persistent" else 0)
+        assert len(persistent) == (persistent_calls(name, FLAVOURS[0]) if mode == "persistent" else 0)
 
 
 # Where the paper puts each wait (figures 6, 8, 10, 13, 16), as (a piece of the collective call,
