@@ -429,3 +429,18 @@ def test_loop_written_argument_is_not_invariant(tmp_path):
     ea = analysis(u)
     (site,) = find_sites(u, "f", ea)
     assert "`k` in argument `k` is written in the loop" in why_not_persistent(site, ea)
+
+
+def test_an_mpi_call_in_the_loop_may_change_the_communicator(tmp_path):
+    u = unit_of(tmp_path, """
+        void f(double *a, double *b, int n) {
+            MPI_Comm comm = MPI_COMM_WORLD;
+            for (int i = 0; i < n; i++) {
+                MPI_Allreduce(a, b, 1, MPI_DOUBLE, MPI_SUM, comm);
+                MPI_Comm_split(MPI_COMM_WORLD, i % 2, 0, &comm);
+            }
+        }
+    """)
+    ea = analysis(u)
+    (site,) = find_sites(u, "f", ea)
+    assert "may be changed by MPI_Comm_split" in why_not_persistent(site, ea)

@@ -281,6 +281,8 @@ class EffectAnalysis:
             return
         if is_mpi(name):
             eff.stop_at(f"calls {name}, which the transformer does not model", call)
+            # and it may write through any argument (MPI_Comm_split(…, &comm) changes `comm`)
+            eff.unknown.append((name, [self.pts.val(a) for a in args], call))
             return
         if name in self.unit.functions:
             summary = self.summaries.get(name)
