@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,17 +36,14 @@ STAT = "median_us"
 ALGORITHMS = ("vendor", "auto", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks")
 SHORT_NAMES = {"recursive_doubling": "rec_dbl", "rabenseifner": "rabenseif", "binary_blocks": "bin_blocks"}
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MB": 1 << 20,
-          "MIB": 1 << 20, "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30}
-
-
 def parse_bytes(text: str) -> int:
-    """'8', '64K', '16M', '1GiB' -> bytes (binary units)."""
+    """'8', '64K', '16M', '1GiB' -> bytes (binary units), at least 1."""
     from ..cli import UsageError
-    m = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
-    if not m or m.group(2).upper() not in _UNITS:
+    from ..simulation.options import parse_bytes as parse
+    try:
+        value = parse(text)
+    except ValueError:
         raise UsageError(f"bad size {text!r} (expected bytes such as 8, 64K, 16M)")
-    value = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if value < 1:
         raise UsageError(f"bad size {text!r}: must be at least 1 byte")
     return value
@@ -185,7 +181,8 @@ def add_arguments(p) -> None:
                    "0 = never): oversubscribed MPICH takes milliseconds per call here")
 
 
-def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
+def check_counts(args) -> None:
+    """The iteration, warm-up and time-limit options (shared with `mpiopt tune`)."""
     from ..cli import UsageError
     for name in ("iterations", "iterations_large"):
         if getattr(args, name) < 1:
@@ -193,6 +190,10 @@ def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
     for name in ("warmup", "warmup_large", "time_limit"):
         if getattr(args, name) < 0:
             raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+
+
+def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
+    check_counts(args)
     ranks = parse_ranks(args.np)
     parse_algorithms(args.algorithms)
     sizes = parse_size_range(args.sizes)

@@ -166,12 +166,7 @@ def run(args) -> int:
     from rich.table import Table
     from .model import CostModel
 
-    for name in ("iterations", "iterations_large"):
-        if getattr(args, name) < 1:
-            raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
-    for name in ("warmup", "warmup_large", "time_limit"):
-        if getattr(args, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must not be negative")
+    bench.check_counts(args)
     ranks = bench.parse_ranks(args.np)
     sizes = bench.parse_size_range(args.sizes)
     flavours = bench.choose_flavours(args.flavour)
