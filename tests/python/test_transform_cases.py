@@ -216,3 +216,26 @@ def test_figures_print_the_same_as_the_originals(name, tmp_path):
 
 def test_negative_cases_print_the_same_as_the_originals(tmp_path):
     _check("negatives.c", ("nonblocking", "persistent"), (1, 2, 4), tmp_path)
+
+
+def test_branch_cases_use_flags_shared_requests_and_persistent_neighbourhoods():
+    r = run("branches.c", mode="persistent")
+    text = r.output.decode()
+    by_fn = {}
+    for s in r.sites:
+        by_fn.setdefault(s["function"], []).append(s)
+    # three exclusive branches share one request; the waits after the if are flag-guarded
+    assert [s["request"] for s in by_fn["branches"]] == [0, 0, 0]
+    assert all(w["flag"] for s in by_fn["branches"] for w in s["waits"])
+    assert "int mpiopt_flags[1] = {0};" in text
+    assert text.count("mpiopt_flags[0] = 1;") == 3
+    # calls right under a case label have no block of their own: left blocking, with the reason
+    assert all(s["action"] == "unchanged" and "not a statement" in s["reason"] for s in by_fn["switched"])
+    assert [s["action"] for s in by_fn["neighbours"]] == ["persistent"]
+    assert [s["action"] for s in by_fn["vectors_and_scans"]] == ["persistent"] * 5
+    (rooted,) = by_fn["rooted_in_loop"]
+    assert rooted["action"] == "persistent" and [w["guard"] for w in rooted["waits"]] == ["root", "nonroot"]
+
+
+def test_branch_cases_print_the_same_as_the_originals(tmp_path):
+    _check("branches.c", ("nonblocking", "persistent"), (1, 2, 3, 4), tmp_path)
