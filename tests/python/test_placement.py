@@ -403,9 +403,15 @@ def reference_checksum(x, y, steps, periodic):
     return total
 
 
+@pytest.fixture(scope="module")
+def halo2d_openmpi(tmp_path_factory):
+    return _compile("openmpi", tmp_path_factory.mktemp("halo2d"),
+                    mpi.repo_root() / "examples" / "halo2d.c", "halo2d")
+
+
 @pytest.mark.parametrize("periodic", [0, 1])
-def test_halo2d_under_a_rank_order_with_open_mpi(tmp_path, periodic):
-    exe = _compile("openmpi", tmp_path, mpi.repo_root() / "examples" / "halo2d.c", "halo2d")
+def test_halo2d_under_a_rank_order_with_open_mpi(tmp_path, periodic, halo2d_openmpi):
+    exe = halo2d_openmpi
     order = tmp_path / "order"
     order.write_text(mpiopt("grid-order", "-R", "-c", "2,2", "-g", "2,4").stdout)
     args = launch_args("openmpi", str(order), ["localhost", "localhost"], 4, tmp_path / "w")
