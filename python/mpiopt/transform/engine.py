@@ -206,7 +206,13 @@ class _FunctionEmitter:
             text = "\n".join(lines)
             block = group[0].block
             if index < len(block.children):
-                edits.append(rewrite.insert_before_statement(src, block.children[index].start, text, 0))
+                target, indent = block.children[index], None
+                if target.kind in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT") and index > 0:
+                    prev = block.children[index - 1]      # indent like the statements of the case
+                    while prev.kind in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT") and prev.children:
+                        prev = prev.children[-1]
+                    indent = rewrite.indentation(src, prev.start)
+                edits.append(rewrite.insert_before_statement(src, target.start, text, 0, indent))
             else:
                 brace = block.end - 1
                 last = block.children[-1] if block.children else None

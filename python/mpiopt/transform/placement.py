@@ -18,6 +18,7 @@ from .effects import EffectAnalysis, Effects, call_args, strip
 from .parse import Node, Unit
 
 EXPR_PARENTS_RESULT_USED = "its result is used in an expression"
+_LABELS = {"CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"}
 
 
 @dataclass
@@ -58,7 +59,10 @@ def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
             continue
         site = Site(call=n, function=fn_name, coll=COLLECTIVES[n.callee])
         sites.append(site)
-        parent = n.parent
+        parent, stmt = n.parent, n
+        # `case 1: MPI_Bcast(…);`: the labelled statement stands for the call in its block
+        while parent is not None and parent.kind in _LABELS and parent.children[-1] is stmt:
+            parent, stmt = parent.parent, parent
         text = ea.text(n)
         if parent is None or parent.kind != "COMPOUND_STMT":
             if parent is not None and not parent.kind.endswith("_STMT"):
@@ -73,7 +77,7 @@ def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
         if len(args) != len(site.coll.roles):
             site.reason = "left blocking: unexpected number of arguments"
             continue
-        site.block, site.index = parent, parent.children.index(n)
+        site.block, site.index = parent, parent.children.index(stmt)
         site.in_place = any(ea.is_in_place(a) for a in args)
         site.accesses = ea.buffer_accesses(n)
         unknown = [a for loc, _w, a, _r in site.accesses if loc is None]

@@ -42,11 +42,31 @@ def indentation(source: bytes, offset: int) -> str | None:
     return prefix.decode() if prefix.strip() == b"" else None
 
 
-def insert_before_statement(source: bytes, offset: int, text: str, order: int = 0) -> Edit:
-    """`text` as its own line(s) before the statement at `offset`, at the statement's indentation."""
-    indent = indentation(source, offset)
-    if indent is None:
+def _comment_lines_above(source: bytes, offset: int) -> int:
+    """Start of the whole-line comments right above the line of `offset` (they belong to the
+    statement: a wait goes above them; `/* falls through */` must stay next to its label)."""
+    start = line_start(source, offset)
+    while start > 0:
+        prev = line_start(source, start - 1)
+        line = source[prev:start].strip()
+        if line.startswith(b"//") or (line.startswith(b"/*") and line.endswith(b"*/")):
+            start = prev
+        else:
+            break
+    return start
+
+
+def insert_before_statement(source: bytes, offset: int, text: str, order: int = 0,
+                            indent: str | None = None) -> Edit:
+    """`text` as its own line(s) before the statement at `offset` (and the comment lines right
+    above it), at the statement's indentation (or `indent`)."""
+    own = indentation(source, offset)
+    if own is None:
         return Edit(offset, offset, text + " ", order)
+    indent = own if indent is None else indent
+    at = _comment_lines_above(source, offset)
+    if at != line_start(source, offset) or indent != own:
+        return Edit(at, at, "".join(indent + line + "\n" for line in text.split("\n")), order)
     return Edit(offset, offset, text.replace("\n", "\n" + indent) + "\n" + indent, order)
 
 
