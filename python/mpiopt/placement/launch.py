@@ -24,6 +24,8 @@ def read_hosts(spec) -> list[str]:
             line = line.split("#", 1)[0].strip()
             if line:
                 hosts.append(line.split()[0].split(":")[0])
+    elif "/" in str(spec):
+        raise PlacementError(f"hostfile {spec} does not exist")
     else:
         hosts = [h.strip() for h in str(spec).split(",")]
     if not hosts or any(not h or any(c.isspace() or c in ",=:" for c in h) for h in hosts):
