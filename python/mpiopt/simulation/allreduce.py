@@ -1,0 +1,281 @@
+"""`mpiopt simulate allreduce`: the simulated time of every mpiopt allreduce algorithm, of `auto`,
+and of SMPI's own `mpich` and `ompi` selections, on a simulated cluster, torus or fat-tree.
+
+It runs the benchmark (bench/allreduce.c, built with smpicc) under smpirun twice per process
+count: once with SMPI's collectives set to `mpich`, measuring every mpiopt algorithm and the
+vendor's PMPI_Allreduce (= SMPI's mpich selection) in the same run, and once with `ompi`,
+measuring the vendor only. A size's time is the median over iterations of the slowest rank's
+time (the time until every rank has the result); simulated runs are deterministic, so one timed
+iteration after one warm-up (which creates mpiopt's private communicator) is enough."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from ..cli import UsageError
+from . import options, smpi
+
+NAME = "allreduce"
+HELP = "simulated MPI_Allreduce time of every algorithm, auto, and SMPI's mpich/ompi"
+EXAMPLE = """examples:
+  mpiopt simulate allreduce --ranks 128 --sizes 8:8M --platform torus
+  mpiopt simulate allreduce --ranks 16,64 --sizes 8,64K,1M --platform fattree --ppn 4 --json
+  mpiopt simulate allreduce --ranks 1023 --sizes 8M --platform torus --algorithms rabenseifner,binomial
+
+--json prints a list of {"algorithm", "ranks", "bytes", "seconds"}; algorithm is an mpiopt
+algorithm, "auto", or "mpich"/"ompi" (SMPI's own selections). Tables, a JSON file and a plot
+(time against size, a line per algorithm) are also written to --results.
+"""
+
+VENDORS = ("mpich", "ompi")
+MAX_RANKS = 16384       # SMPI runs everything in one process: beyond this, hours per size
+BENCH = "mpiopt-allreduce"
+DATATYPE = ("double", 8)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--ranks", required=True, metavar="P[,P2…]", help="simulated process counts")
+    p.add_argument("--sizes", default="8:8M", metavar="LIST",
+                   help="message sizes in bytes (multiples of 8: doubles), a list and MIN:MAX "
+                   "ranges of powers of two (default 8:8M)")
+    p.add_argument("--platform", choices=smpi.PLATFORMS, default="cluster",
+                   help="cluster (crossbar), torus (3-D) or fattree (2 levels, full bisection); "
+                   "default cluster")
+    p.add_argument("--ppn", type=int, default=1, metavar="K", help="ranks per node (default 1)")
+    p.add_argument("--algorithms", default="all", metavar="LIST",
+                   help="mpiopt algorithms to simulate besides auto (default all)")
+    p.add_argument("--vendors", default=",".join(VENDORS), metavar="LIST",
+                   help="SMPI selections to compare with (default mpich,ompi)")
+    p.add_argument("--iterations", type=int, default=1, metavar="N",
+                   help="timed iterations per size (default 1: runs are deterministic)")
+    p.add_argument("--tuning", metavar="FILE",
+                   help="MPIOPT_TUNING_FILE for the simulated ranks (default: one whose cost "
+                   "model has the platform's latency and bandwidth, and no table rows)")
+    p.add_argument("--results", default="results", metavar="DIR",
+                   help="where the JSON and plot go (default results)")
+
+
+def _chains(sizes: list[int]) -> list[tuple[int, int]]:
+    """Sizes grouped into doubling runs, one benchmark run each (-m MIN:MAX)."""
+    chains: list[list[int]] = []
+    for s in sizes:
+        if chains and chains[-1][-1] * 2 == s:
+            chains[-1].append(s)
+        else:
+            chains.append([s])
+    return [(c[0], c[-1]) for c in chains]
+
+
+def _algorithm_names() -> list[str]:
+    """mpiopt's algorithms as libmpiopt names them (the cost model's list)."""
+    from ..commands.model import CostModel
+    return CostModel().algorithms
+
+
+def _parse(args) -> dict:
+    try:
+        ranks = options.parse_ranks(args.ranks, MAX_RANKS)
+        sizes = options.parse_sizes(args.sizes)
+    except ValueError as e:
+        raise UsageError(str(e))
+    bad = [s for s in sizes if s < DATATYPE[1] or s % DATATYPE[1]]
+    if bad:
+        raise UsageError(f"sizes must be multiples of {DATATYPE[1]} bytes (the benchmark reduces "
+                         f"{DATATYPE[0]}s): {', '.join(map(str, bad))}")
+    if args.ppn < 1:
+        raise UsageError("--ppn must be at least 1")
+    if args.iterations < 1:
+        raise UsageError("--iterations must be at least 1")
+    known = _algorithm_names()
+    algorithms = known if args.algorithms == "all" else [a for a in args.algorithms.split(",") if a]
+    unknown = [a for a in algorithms if a not in known]
+    if unknown:
+        raise UsageError(f"unknown algorithm {unknown[0]!r} (expected all or a list of "
+                         f"{', '.join(known)})")
+    vendors = [v for v in args.vendors.split(",") if v]
+    if any(v not in VENDORS for v in vendors):
+        raise UsageError(f"--vendors: expected a list of {', '.join(VENDORS)}")
+    if args.tuning and not Path(args.tuning).is_file():
+        raise UsageError(f"tuning file {args.tuning} does not exist")
+    return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors}
+
+
+def platform_tuning(kind: str, ranks: int, ppn: int, net: smpi.Network = smpi.Network()) -> dict:
+    """A tuning file for the simulated machine: the cost model's α is the mean latency of a
+    message there, β its link's time per byte, γ = 0 (the simulation charges no computation).
+    No table rows: `auto` picks from the cost model alone."""
+    return {"version": 1, "flavour": smpi.FLAVOUR,
+            "model": {"alpha": smpi.mean_latency(kind, ranks, ppn, net),
+                      "beta": 1.0 / net.link_bandwidth, "gamma": 0.0},
+            "allreduce": [], "reduce": []}
+
+
+def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
+             algorithms: list[str] | None = None, vendors: list[str] = list(VENDORS),
+             iterations: int = 1, tuning: str | None = None, progress=None) -> list[dict]:
+    """Simulated seconds of auto, `algorithms` and SMPI's `vendors` selections at each size:
+    a list of {"algorithm", "ranks", "bytes", "seconds"}. `progress(text)` is told what runs."""
+    bindir = smpi.build([BENCH])
+    algorithms = list(algorithms if algorithms is not None else _algorithm_names())
+    wanted = set(sizes)
+    records: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="mpiopt-simulate-") as tmp:
+        work = Path(tmp)
+        platform, hosts = smpi.write_machine(work, kind, ranks, ppn)
+        if tuning is None:
+            tuning = str(work / "tuning.json")
+            Path(tuning).write_text(json.dumps(platform_tuning(kind, ranks, ppn)))
+        env = dict(os.environ, MPIOPT_TUNING_FILE=str(Path(tuning).resolve()))
+        for var in ("MPIOPT_ALLREDUCE", "MPIOPT_VERBOSE"):   # auto must choose for itself
+            env.pop(var, None)
+        # the first vendor's run also measures mpiopt's algorithms; a run without vendors
+        # measures them with SMPI's default collectives as the (unreported) vendor column
+        runs = [(v, ["vendor"] + (["auto"] + algorithms if i == 0 else []))
+                for i, v in enumerate(vendors)] or [(None, ["auto"] + algorithms)]
+        for vendor, columns in runs:
+            config = [f"--cfg=smpi/allreduce:{vendor}"] if vendor else []
+            for lo, hi in _chains(sizes):
+                if progress:
+                    progress(f"p={ranks} {kind}: {'SMPI ' + vendor if vendor else 'mpiopt'}"
+                             f"{' + mpiopt' if len(columns) > 1 and vendor else ''}, "
+                             f"{lo}..{hi} bytes")
+                argv = ["-m", f"{lo}:{hi}", "-i", str(iterations), "-x", "1", "-T", DATATYPE[0],
+                        "-a", ",".join(columns), "--json"]
+                r = smpi.smpirun(bindir / BENCH, argv, ranks, platform, hosts, config=config,
+                                 env=env, cwd=work)
+                if r.returncode != 0:
+                    raise RuntimeError(f"smpirun failed (exit {r.returncode}) for {BENCH} "
+                                       f"{' '.join(argv)} on {ranks} ranks:\n{r.stderr[-3000:]}")
+                try:
+                    doc = json.loads(r.stdout)
+                except json.JSONDecodeError:
+                    raise RuntimeError(f"{BENCH} printed no JSON:\n{r.stdout[-2000:]}\n"
+                                       f"{r.stderr[-2000:]}")
+                for row in doc["results"]:
+                    if row["bytes"] not in wanted:
+                        continue
+                    name = vendor if row["algorithm"] == "vendor" else row["algorithm"]
+                    if name is None:
+                        continue
+                    records.append({"algorithm": name, "ranks": ranks, "bytes": row["bytes"],
+                                    "seconds": row["median_us"] * 1e-6})
+    return records
+
+
+# ---- reporting ----
+
+def _size_label(n: int) -> str:
+    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def summary(records: list[dict]) -> list[dict]:
+    """Per (ranks, bytes): auto's time against the best vendor selection and the best mpiopt
+    algorithm, and which algorithm auto's time equals (runs are deterministic, so auto's time
+    is exactly that of the algorithm it chose)."""
+    out = []
+    keys = sorted({(r["ranks"], r["bytes"]) for r in records})
+    for p, n in keys:
+        t = {r["algorithm"]: r["seconds"] for r in records if r["ranks"] == p and r["bytes"] == n}
+        auto = t.get("auto")
+        vendors = [t[v] for v in VENDORS if v in t]
+        mine = {a: s for a, s in t.items() if a not in VENDORS and a != "auto"}
+        best = min(mine, key=mine.get) if mine else None
+        same = [a for a, s in mine.items() if auto is not None and s == auto]
+        out.append({"ranks": p, "bytes": n,
+                    "auto_vs_vendor": auto / min(vendors) if auto and vendors else None,
+                    "auto_vs_best": auto / mine[best] if auto and best else None,
+                    "best": best, "auto_chose": same[0] if len(same) == 1 else None})
+    return out
+
+
+def _print_tables(console, records: list[dict], kind: str, ppn: int) -> None:
+    from rich.table import Table
+
+    order = ["mpich", "ompi", "auto"] + [a for a in _algorithm_names()]
+    rows = summary(records)
+    for p in sorted({r["ranks"] for r in records}):
+        present = [a for a in order if any(r["algorithm"] == a and r["ranks"] == p for r in records)]
+        table = Table(title=f"Simulated MPI_Allreduce, {p} ranks, {kind}, {ppn} per node "
+                      "(µs; best mpiopt algorithm in bold)")
+        table.add_column("bytes", justify="right")
+        for a in present:
+            table.add_column(a.replace("_", "\n"), justify="right")
+        table.add_column("auto ÷\nbest SMPI", justify="right")
+        table.add_column("auto ÷\nbest mpiopt", justify="right")
+        for s in (s for s in rows if s["ranks"] == p):
+            t = {r["algorithm"]: r["seconds"] for r in records
+                 if r["ranks"] == p and r["bytes"] == s["bytes"]}
+            cells = []
+            for a in present:
+                text = f"{t[a] * 1e6:.1f}" if a in t else "–"
+                cells.append(f"[bold]{text}[/bold]" if a == s["best"] else text)
+            ratio = lambda v: "–" if v is None else f"{v:.3f}"
+            table.add_row(_size_label(s["bytes"]), *cells, ratio(s["auto_vs_vendor"]),
+                          ratio(s["auto_vs_best"]))
+        console.print(table)
+
+
+def _plot(records: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ranks = sorted({r["ranks"] for r in records})
+    fig, axes = plt.subplots(1, len(ranks), figsize=(6.5 * len(ranks), 4.8), squeeze=False)
+    for ax, p in zip(axes[0], ranks):
+        for a in dict.fromkeys(r["algorithm"] for r in records):
+            pts = sorted((r["bytes"], r["seconds"]) for r in records
+                         if r["ranks"] == p and r["algorithm"] == a)
+            if pts:
+                style = "--" if a in VENDORS else ("-o" if a == "auto" else "-")
+                ax.plot([x for x, _ in pts], [y * 1e6 for _, y in pts], style, label=a,
+                        markersize=3)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("simulated time (µs)")
+        ax.set_title(f"{title}, p = {p}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(args) -> int:
+    spec = _parse(args)
+    if not smpi.available():
+        raise UsageError("SimGrid SMPI is not installed (smpicc, smpirun): `make deps` installs "
+                         "libsimgrid-dev")
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    err = Console(stderr=True)
+    records: list[dict] = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("building with smpicc", total=None)
+        for p in spec["ranks"]:
+            records += simulate(args.platform, p, spec["sizes"], args.ppn, spec["algorithms"],
+                                spec["vendors"], args.iterations, args.tuning,
+                                progress=lambda text: bar.update(task, description=text))
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    stem = f"simulate-allreduce-{args.platform}-{'_'.join(map(str, spec['ranks']))}"
+    if args.ppn != 1:
+        stem += f"-ppn{args.ppn}"
+    (results / f"{stem}.json").write_text(json.dumps(records, indent=1) + "\n")
+    _plot(records, results / f"{stem}.png", f"Simulated MPI_Allreduce, {args.platform}")
+    if args.json:
+        print(json.dumps(records, indent=1))
+        return 0
+    console = Console()
+    console.width = max(console.width, 130)
+    _print_tables(console, records, args.platform, args.ppn)
+    console.print(f"written: {results / (stem + '.json')}, {results / (stem + '.png')}")
+    return 0

@@ -1,0 +1,122 @@
+"""`mpiopt model`: predictions from libmpiopt's C cost model, and their agreement with the
+simulator (SimGrid SMPI) on which algorithm is fastest."""
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from mpiopt import mpi
+from mpiopt.commands.model import CostModel
+from mpiopt.simulation import allreduce as sim_allreduce
+from mpiopt.simulation import smpi
+
+needs_lib = pytest.mark.skipif(not mpi.built_flavours(), reason="libmpiopt not built (make build)")
+
+
+def mpiopt(*args):
+    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True,
+                          text=True, timeout=600)
+
+
+def by(rows, key):
+    return {r[key]: r for r in rows}
+
+
+@needs_lib
+def test_json_lists_every_algorithm_for_every_case_with_one_fastest_set():
+    r = mpiopt("model", "--ranks", "2,17,1023,65536", "--sizes", "8,64K,16M", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    algorithms = CostModel().algorithms
+    assert {"binomial", "ring", "rabenseifner", "recursive_doubling"} <= set(algorithms)
+    for p in (2, 17, 1023, 65536):
+        for n in (8, 64 * 1024, 16 << 20):
+            group = [x for x in rows if x["ranks"] == p and x["bytes"] == n]
+            assert sorted(x["algorithm"] for x in group) == sorted(algorithms)
+            assert all(set(x) == {"algorithm", "ranks", "bytes", "seconds", "fastest"} for x in group)
+            assert all(x["seconds"] > 0 and math.isfinite(x["seconds"]) for x in group)
+            fastest = [x for x in group if x["fastest"]]
+            assert fastest and all(x["seconds"] == min(g["seconds"] for g in group) for x in fastest)
+
+
+@needs_lib
+def test_latency_and_bandwidth_regimes_pick_different_algorithms():
+    r = mpiopt("model", "--ranks", "1024", "--sizes", "8,16M", "--alpha", "2e-6", "--beta", "1e-10",
+               "--gamma", "2e-10", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    small = by([x for x in rows if x["bytes"] == 8], "algorithm")
+    large = by([x for x in rows if x["bytes"] == 16 << 20], "algorithm")
+    # log p messages of 8 bytes beat 2(p-1) of them; n·log p bytes lose to 2n
+    assert small["recursive_doubling"]["seconds"] < small["ring"]["seconds"]
+    assert not small["ring"]["fastest"]
+    assert large["rabenseifner"]["seconds"] < large["binomial"]["seconds"] / 3
+    assert not large["binomial"]["fastest"] and not large["recursive_doubling"]["fastest"]
+
+
+@needs_lib
+def test_cost_grows_with_alpha_and_a_single_process_costs_nothing():
+    model = CostModel()
+    t1 = model.seconds("binomial", 64, 1024, 1e-6, 1e-10, 0)
+    t2 = model.seconds("binomial", 64, 1024, 2e-6, 1e-10, 0)
+    assert 0 < t1 < t2
+    assert model.seconds("ring", 1, 1 << 20, 1e-6, 1e-10, 1e-10) == 0
+
+
+@needs_lib
+def test_tuning_file_parameters_are_used(tmp_path):
+    f = tmp_path / "tuning.json"
+    f.write_text(json.dumps({"version": 1, "model": {"alpha": 1e-5, "beta": 1e-9, "gamma": 0},
+                             "allreduce": []}))
+    a = json.loads(mpiopt("model", "--ranks", "8", "--sizes", "1M", "--tuning", str(f), "--json").stdout)
+    b = json.loads(mpiopt("model", "--ranks", "8", "--sizes", "1M", "--alpha", "1e-5", "--beta",
+                          "1e-9", "--gamma", "0", "--json").stdout)
+    assert a == b
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ranks", "0", "--sizes", "8"], "out of range"),
+    (["--ranks", "65537", "--sizes", "8"], "out of range"),
+    (["--ranks", "4", "--sizes", "8Q"], "not a size"),
+    (["--ranks", "4", "--alpha", "1e-6"], "go together"),
+    (["--ranks", "4", "--alpha", "-1", "--beta", "1", "--gamma", "1"], ">= 0"),
+    (["--ranks", "4", "--tuning", "/nonexistent.json"], "cannot read"),
+])
+def test_bad_input_is_a_usage_error(args, message):
+    r = mpiopt("model", *args)
+    assert r.returncode == 2
+    assert message in r.stderr and r.stdout == ""
+
+
+def test_help_has_an_example():
+    r = mpiopt("model", "--help")
+    assert r.returncode == 0 and "example" in r.stdout.lower()
+
+
+@needs_lib
+@pytest.mark.skipif(not smpi.available(), reason="SimGrid SMPI not installed")
+def test_model_and_simulator_agree_on_the_fastest_algorithms(tmp_path):
+    """p = 64 on the simulated crossbar cluster, one latency-bound and one bandwidth-bound size:
+    the algorithm the model predicts fastest is within 10 % of the simulator's fastest, and both
+    put binomial behind rabenseifner and ring at the large size."""
+    p, sizes = 64, [8, 4 << 20]
+    simulated = sim_allreduce.simulate("cluster", p, sizes, vendors=[])
+    tuning = sim_allreduce.platform_tuning("cluster", p, 1)["model"]
+    model = CostModel()
+    for n in sizes:
+        sim = {r["algorithm"]: r["seconds"] for r in simulated if r["bytes"] == n}
+        pred = {a: model.seconds(a, p, n, tuning["alpha"], tuning["beta"], tuning["gamma"])
+                for a in model.algorithms}
+        predicted_best = min(pred, key=pred.get)
+        sim_best = min(t for a, t in sim.items() if a != "auto")
+        assert sim[predicted_best] <= 1.10 * sim_best, (n, predicted_best, sim)
+        # auto selects with the same model and parameters, so it runs the predicted best
+        assert sim["auto"] == pytest.approx(sim[predicted_best], rel=1e-6), (n, predicted_best, sim)
+    large_sim = {r["algorithm"]: r["seconds"] for r in simulated if r["bytes"] == sizes[1]}
+    large_pred = {a: model.seconds(a, p, sizes[1], tuning["alpha"], tuning["beta"], 0)
+                  for a in model.algorithms}
+    for table in (large_sim, large_pred):
+        assert table["binomial"] > 1.5 * table["rabenseifner"]
+        assert table["binomial"] > 1.5 * table["ring"]

@@ -1,0 +1,105 @@
+"""`mpiopt simulate allreduce` on SimGrid SMPI: deterministic runs, the JSON schema, platform
+files smpirun accepts for every topology, and clear errors for bad input."""
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from mpiopt import mpi
+from mpiopt.commands.model import CostModel
+from mpiopt.simulation import smpi
+
+pytestmark = [
+    pytest.mark.skipif(not smpi.available(), reason="SimGrid SMPI not installed"),
+    pytest.mark.skipif(not mpi.built_flavours(), reason="libmpiopt not built (make build)"),
+]
+
+
+def mpiopt(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True,
+                          text=True, timeout=900, cwd=cwd)
+
+
+def simulate_json(tmp_path, *args):
+    r = mpiopt("simulate", "allreduce", "--json", "--results", str(tmp_path / "results"), *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)
+
+
+def test_same_command_same_numbers_and_the_json_schema(tmp_path):
+    args = ["--ranks", "16", "--sizes", "32K,64K", "--platform", "torus"]
+    first = simulate_json(tmp_path, *args)
+    second = simulate_json(tmp_path, *args)
+    assert first == second
+    expected = {"mpich", "ompi", "auto", *CostModel().algorithms}
+    for n in (32 * 1024, 64 * 1024):
+        rows = [r for r in first if r["bytes"] == n]
+        assert sorted(r["algorithm"] for r in rows) == sorted(expected)
+        for r in rows:
+            assert set(r) == {"algorithm", "ranks", "bytes", "seconds"}
+            assert r["ranks"] == 16 and isinstance(r["seconds"], float)
+            assert 1e-7 < r["seconds"] < 1.0
+    # files for people and scripts
+    assert json.loads((tmp_path / "results" / "simulate-allreduce-torus-16.json").read_text()) == first
+    assert (tmp_path / "results" / "simulate-allreduce-torus-16.png").stat().st_size > 1000
+
+
+def test_simulated_time_follows_the_platform(tmp_path):
+    """Twice the message: more time; the bandwidth-bound size on a crossbar costs about what
+    the link's bandwidth says (ring: 2(p-1)/p·n bytes through each node's link)."""
+    rows = simulate_json(tmp_path, "--ranks", "8", "--sizes", "1M,2M", "--platform", "cluster",
+                         "--algorithms", "ring", "--vendors", "")
+    t = {(r["algorithm"], r["bytes"]): r["seconds"] for r in rows}
+    assert t[("ring", 2 << 20)] > 1.8 * t[("ring", 1 << 20)]
+    ideal = 2 * 7 / 8 * (2 << 20) / smpi.Network().link_bandwidth
+    assert ideal < t[("ring", 2 << 20)] < 1.5 * ideal
+
+
+@pytest.mark.parametrize("platform", smpi.PLATFORMS)
+def test_every_platform_runs_with_several_ranks_per_node(tmp_path, platform):
+    # 17 ranks, 2 per node: 9 nodes, the last one half full; a non-power-of-two count
+    rows = simulate_json(tmp_path, "--ranks", "17", "--sizes", "1K", "--platform", platform,
+                         "--ppn", "2", "--algorithms", "rabenseifner", "--vendors", "mpich")
+    assert sorted(r["algorithm"] for r in rows) == ["auto", "mpich", "rabenseifner"]
+    assert all(r["seconds"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("platform, nodes", [("cluster", 9), ("torus", 27), ("torus", 1023),
+                                             ("fattree", 128), ("fattree", 1023)])
+def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
+    xml, have = smpi.platform_xml(platform, nodes)
+    cluster = ET.fromstring(xml.split("\n", 2)[2]).find("zone/cluster")
+    first, last = cluster.get("radical").split("-")
+    assert (int(first), int(last) + 1) == (0, have) and have >= nodes
+    assert have < 1.5 * nodes
+    if platform == "torus":
+        dims = [int(d) for d in cluster.get("topo_parameters").split(",")]
+        assert cluster.get("topology") == "TORUS" and all(d > 1 for d in dims)
+    if platform == "fattree":
+        levels, down, up, links = cluster.get("topo_parameters").split(";")
+        d1, d2 = map(int, down.split(","))
+        assert levels == "2" and d1 * d2 == have and up == f"1,{d1}"   # full bisection
+    assert smpi.hostfile(5, 2).split() == ["node-0", "node-0", "node-1", "node-1", "node-2"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ranks", "16", "--sizes", "12"], "multiples of 8"),
+    (["--ranks", "0"], "out of range"),
+    (["--ranks", "16", "--ppn", "0"], "--ppn"),
+    (["--ranks", "16", "--algorithms", "bubble"], "unknown algorithm"),
+    (["--ranks", "16", "--vendors", "intel"], "--vendors"),
+    (["--ranks", "16", "--tuning", "/nonexistent.json"], "does not exist"),
+])
+def test_bad_input_is_a_usage_error_and_writes_nothing(tmp_path, args, message):
+    r = mpiopt("simulate", "allreduce", "--results", str(tmp_path / "out"), *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_help_has_examples():
+    r = mpiopt("simulate", "allreduce", "--help")
+    assert r.returncode == 0 and "examples" in r.stdout and "--platform" in r.stdout
+    r = mpiopt("simulate", "--help")
+    assert r.returncode == 0 and "allreduce" in r.stdout
