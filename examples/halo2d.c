@@ -78,6 +78,7 @@ int main(int argc, char **argv)
     double t0 = MPI_Wtime();
     for (long s = 0; s < steps; s++) {
         MPI_Request req[8];
+        MPI_Status status[8]; /* not MPI_STATUSES_IGNORE: GCC 12 warns on MPICH's definition */
         for (size_t i = 0; i < count; i++)
             sendbuf[i] = v;
         for (int k = 0; k < 4; k++) {
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
         }
         for (int k = 0; k < 4; k++)
             MPI_Isend(sendbuf, (int)count, MPI_DOUBLE, nbr[k], k, cart, &req[4 + k]);
-        MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
+        MPI_Waitall(8, req, status);
         double sum = 0.0;
         for (int k = 0; k < 4; k++)
             sum += recvbuf[k * count];
