@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -63,10 +64,13 @@ def build_halo2d() -> Path:
     with open(out_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
-            r = subprocess.run(["smpicc", "-O2", "-o", str(exe), str(src)],
+            # built aside and renamed: a simulation still running the old binary keeps it
+            fresh = exe.with_name(f"halo2d.{os.getpid()}")
+            r = subprocess.run(["smpicc", "-O2", "-o", str(fresh), str(src)],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"smpicc failed on {src}:\n{r.stderr[-2000:]}")
+            os.replace(fresh, exe)
     return exe
 
 
