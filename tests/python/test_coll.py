@@ -22,17 +22,19 @@ ALL_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17]
 # {0, 1, p-1, p, p+1, 1000, 65537}, roots {0, p-1}, communicators world, dup, split, self.
 def checker_options(flavour, p):
     if flavour == "openmpi":
-        if p <= 4:
+        if p == 1:
             return []
-        if p <= 9:
+        if p <= 4:
             return ["--big-cases", "quick"]
-        return ["--cases", "quick", "--big-cases", "minimal", "--comms", "world,split"]
+        if p <= 9:
+            return ["--cases", "quick", "--big-cases", "minimal"]
+        return ["--cases", "minimal", "--counts", "p-1,p+1,1000,65537", "--comms", "world,split"]
     if p <= 2:
         return ["--big-cases", "minimal"]
     if p <= 9:
-        return ["--cases", "minimal", "--counts", "p-1,p+1,65537",
-                "--comms", "world,split" if p in (3, 6) else "world"]
-    return ["--cases", "minimal", "--counts", "p+1,1000", "--comms", "world"]
+        return ["--cases", "minimal", "--counts", "p-1,p+1,65537" if p <= 4 else "p+1,65537",
+                "--comms", "world,split" if p == 3 else "world"]
+    return ["--cases", "minimal", "--counts", "p+1", "--comms", "world"]
 
 
 def params():
