@@ -134,11 +134,11 @@ class Placer:
             arg_text = self.ea.text(arg)
             for w, node in eff.writes.items():
                 if self.pts.same(w, loc):
-                    return (f"writes `{self._short(node)}`, which may alias the {what} `{arg_text}`", node)
+                    return (self._access("writes", node, what, arg_text), node)
             if written:
                 for r, node in eff.reads.items():
                     if self.pts.same(r, loc):
-                        return (f"reads `{self._short(node)}`, which may alias the {what} `{arg_text}`", node)
+                        return (self._access("reads", node, what, arg_text), node)
             for name, args, node in eff.unknown:
                 if any(a is not None and self.pts.reaches(a, loc) for a in args):
                     return (f"passes an alias of `{arg_text}` to {name}, whose body is not known", node)
@@ -146,6 +146,12 @@ class Placer:
                     return (f"calls {name} (body not known), which may reach `{arg_text}` through a global",
                             node)
         return None
+
+    def _access(self, verb: str, node: Node, what: str, arg_text: str) -> str:
+        if node.kind == "CALL_EXPR":
+            return f"calls {node.callee or 'a function pointer'} (`{self._short(node)}`), which " \
+                   f"{verb} the {what} `{arg_text}` or an alias of it"
+        return f"{verb} `{self._short(node)}`, which may alias the {what} `{arg_text}`"
 
     @staticmethod
     def _buffer_name(base: str, written: bool) -> str:

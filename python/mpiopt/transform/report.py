@@ -1,6 +1,8 @@
 """The transformation report: every collective call site, what was done and why."""
 from __future__ import annotations
 
+import shutil
+
 from rich.console import Console
 from rich.table import Table
 
@@ -27,23 +29,32 @@ def to_json(results: list[FileResult], written: dict) -> dict:
 def _waits(site: dict) -> str:
     parts = []
     for w in site["waits"]:
-        guard = {"all": "", "root": " (root)", "nonroot": " (non-root)"}[w["guard"]]
-        flag = " flagged" if w["flag"] else ""
-        parts.append(f"before line {w['line']}{guard}{flag}: {w['blocked_by']}"
-                     f" (line {w['blocked_line']})")
+        guard = {"all": "", "root": " root", "nonroot": " non-root"}[w["guard"]]
+        flag = " (flag)" if w["flag"] else ""
+        parts.append(f"line {w['line']}{guard}{flag}")
     return "\n".join(parts)
 
 
+def _stops(site: dict) -> str:
+    return "\n".join(f"{w['blocked_by']} (line {w['blocked_line']})" for w in site["waits"])
+
+
 def print_table(results: list[FileResult], console: Console | None = None):
-    console = console or Console()
+    # wide enough for the reasons when the output is a file or a pipe
+    console = console or Console(width=max(shutil.get_terminal_size((150, 24)).columns, 120))
     table = Table(title="mpiopt transform: collective call sites", show_lines=True)
-    for col in ("site", "function", "call", "action", "wait", "why"):
-        table.add_column(col, overflow="fold")
+    table.add_column("site", no_wrap=True)
+    table.add_column("function")
+    table.add_column("call")
+    table.add_column("action")
+    table.add_column("wait before", no_wrap=True)
+    table.add_column("stopped by", ratio=3)
+    table.add_column("note", ratio=2)
     for r in results:
         for s in r.sites:
             style = {"unchanged": "yellow", "persistent": "cyan"}.get(s["action"], "green")
-            table.add_row(f"{r.path.name}:{s['line']}", s["function"], s["call"],
-                          f"[{style}]{s['action']}[/]", _waits(s), s["reason"])
+            table.add_row(f"{r.path.name}:{s['line']}", s["function"], s["call"].replace("MPI_", ""),
+                          f"[{style}]{s['action']}[/]", _waits(s), _stops(s), s["reason"])
     console.print(table)
     sites = [s for r in results for s in r.sites]
     console.print(f"{len(sites)} call sites: "
