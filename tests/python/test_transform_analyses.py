@@ -444,3 +444,24 @@ def test_an_mpi_call_in_the_loop_may_change_the_communicator(tmp_path):
     ea = analysis(u)
     (site,) = find_sites(u, "f", ea)
     assert "may be changed by MPI_Comm_split" in why_not_persistent(site, ea)
+
+
+def test_library_calls_that_return_their_destination_alias_it(tmp_path):
+    u = unit_of(tmp_path, """
+        void f(char *src) {
+            char dst[8], *p = strcpy(dst, src);
+            (void)p;
+        }
+    """)
+    pts = points_to(u)
+    assert pts.same(pts.pts(var(pts, u, "f", "p")), var(pts, u, "f", "dst"))
+
+
+def test_mpi_bottom_buffers_stay_blocking(tmp_path):
+    u = unit_of(tmp_path, """
+        void f(MPI_Datatype absolute, int *out) {
+            MPI_Allreduce(MPI_BOTTOM, out, 1, absolute, MPI_SUM, MPI_COMM_WORLD);
+        }
+    """)
+    (site,) = find_sites(u, "f", analysis(u))
+    assert site.block is None and "MPI_BOTTOM" in site.reason

@@ -7,7 +7,7 @@ array is one location), and runs in near-linear time. Two memory accesses may to
 memory iff their nodes are the same after unification (`same`)."""
 from __future__ import annotations
 
-from .calls import ALLOCATORS, LIBC, is_mpi
+from .calls import ALLOCATORS, LIBC, RETURNS_FIRST_ARGUMENT, is_mpi
 from .parse import Node, Unit
 
 _TRANSPARENT = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR"}
@@ -177,6 +177,8 @@ class PointsTo:
             return self._site(call, f"<{name} at line {call.line}>")
         if name == "realloc" and len(call.children) > 1:
             return self.val(call.children[1])
+        if name in RETURNS_FIRST_ARGUMENT and len(call.children) > 1:
+            return self.val(call.children[1])                    # memcpy(d, …) returns d
         if is_mpi(name) or name in LIBC:
             return None
         # unknown code may return a pointer to anything its arguments or globals reach
@@ -322,6 +324,9 @@ class PointsTo:
                     self.bindings.append((n.callee, i, arg, n))
                     self.val(arg)
                 self.val(n)
+            elif n.callee in ("strtol", "strtod") and len(n.children) > 2:
+                # the end pointer points into the string
+                self.join(self.pts(self.val(n.children[2]) or AbsLoc()), self.val(n.children[1]))
             elif n.callee in ("memcpy", "memmove") and len(n.children) > 2:
                 # copying memory copies the pointers it holds
                 self.join(self.pts(self.val(n.children[1]) or AbsLoc()),

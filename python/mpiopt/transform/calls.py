@@ -97,6 +97,7 @@ LIBC = {
     "floor": (), "ceil": (), "fmin": (), "fmax": (), "round": (), "sqrtf": (), "fabsf": (),
     "clock": (), "time": ((), (0,)),
 }
+RETURNS_FIRST_ARGUMENT = {"memcpy", "memmove", "memset", "strcpy", "strncpy", "strcat", "realloc"}
 NO_RETURN = {"exit", "abort", "_exit", "_Exit", "longjmp", "siglongjmp", "quick_exit"}
 ALLOCATORS = {"malloc", "calloc", "aligned_alloc", "strdup"}
 

@@ -247,7 +247,7 @@ class EffectAnalysis:
 
     def is_in_place(self, arg: Node) -> bool:
         text = self.text(arg).strip()
-        return text in ("MPI_IN_PLACE", "MPI_BOTTOM") or text.endswith("MPI_IN_PLACE)")
+        return text == "MPI_IN_PLACE" or text.endswith("MPI_IN_PLACE)")
 
     def is_null(self, arg: Node) -> bool:
         return self.text(arg).strip() in ("NULL", "0", "((void *)0)", "(void *)0")

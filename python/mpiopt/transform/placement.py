@@ -77,6 +77,9 @@ def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
         if len(args) != len(site.coll.roles):
             site.reason = "left blocking: unexpected number of arguments"
             continue
+        if any("MPI_BOTTOM" in ea.text(a) for a in args):
+            site.reason = "left blocking: MPI_BOTTOM (absolute addresses) hides the buffers"
+            continue
         site.block, site.index = parent, parent.children.index(stmt)
         site.in_place = any(ea.is_in_place(a) for a in args)
         site.accesses = ea.buffer_accesses(n)
