@@ -36,6 +36,7 @@ from pathlib import Path
 from mpiopt import mpi
 # the comparison is shared with `mpiopt bench transform`, which checks outputs before timing them
 from mpiopt.benchmarks.transform import ATOL, RTOL, compare_outputs  # noqa: F401
+
 MODES = ("nonblocking", "persistent")
 RANKS = (1, 2, 3, 4)
 RUN_TIMEOUT = 120  # seconds per run; the test sizes take well under a second
