@@ -37,8 +37,13 @@ static const mpiopt_tuning_row default_rows_mpich[2][8] = {
 static const int default_nrows_mpich[2] = {4, 2};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {1.0e-6, 2.5e-10, 1.0e-10};
+/* Without a tuning file, sizes p without rows still leave messages below this to the vendor:
+ * on a shared-memory node its collectives win the latency-bound sizes (they use shared buffers,
+ * not point-to-point messages), and above it the cost model decides. */
+#define DEFAULT_VENDOR_BELOW_BYTES 65536.0
 
 static mpiopt_tuning tuning;
+static double vendor_below;         /* bytes; 0 once a tuning file is loaded */
 static int forced[2] = {-1, -1};    /* from MPIOPT_ALLREDUCE / MPIOPT_REDUCE */
 static int verbose;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -48,6 +53,9 @@ static void load_defaults(void)
     const mpiopt_tuning_row(*rows)[8] = NULL;
     const int *n = NULL;
     tuning.model = default_model;
+    vendor_below = 0;
+    if (!strcmp(MPIOPT_FLAVOUR, "openmpi") || !strcmp(MPIOPT_FLAVOUR, "mpich"))
+        vendor_below = DEFAULT_VENDOR_BELOW_BYTES;
     if (!strcmp(MPIOPT_FLAVOUR, "openmpi")) {
         rows = default_rows_openmpi;
         n = default_nrows_openmpi;
@@ -100,6 +108,8 @@ static void load_settings(void)
             snprintf(msg, sizeof msg, "MPIOPT_TUNING_FILE: %s; using the built-in defaults", err);
             warn(msg);
             load_defaults();
+        } else {
+            vendor_below = 0;
         }
     }
 }
@@ -138,8 +148,10 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
         if ((commutative || mpiopt_keeps_order(is_reduce, a)) &&
             (vendor_ok || a != MPIOPT_ALG_VENDOR))
             return a;
-        break;
+        return cheapest(is_reduce, p, bytes, commutative);
     }
+    if (vendor_ok && (double)bytes < vendor_below)
+        return MPIOPT_ALG_VENDOR;
     return cheapest(is_reduce, p, bytes, commutative);
 }
 
