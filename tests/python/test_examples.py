@@ -32,8 +32,11 @@ PERSISTENT_CALLS = {"cg": 4, "four_allreduce": 4, "game_of_life": 2, "six_bcasts
 PERSISTENT_EXCEPTIONS = {("cg", "mpich"): 2}
 
 
+
 def persistent_calls(name: str, flavour: str) -> int:
     return PERSISTENT_CALLS[name] - PERSISTENT_EXCEPTIONS.get((name, flavour), 0)
+
+
 # Programs that are only checked for unchanged output (and safe waits): examples/hazards.c holds the
 # negative cases, where waits must stay close and some calls must stay blocking or nonblocking.
 DIFFERENTIAL_ONLY = {"hazards": ["-i", "3"]}
@@ -87,6 +90,15 @@ def _get(entry: dict, version: str) -> difftest.Build:
     return b
 
 
+def _report(versions, name: str, mode: str, flavour: str | None = None) -> list[dict]:
+    """The call sites of the transform report of one program (the first flavour by default)."""
+    built, transformed = versions
+    flavour = flavour or FLAVOURS[0]
+    if (name, flavour, mode) not in transformed:
+        pytest.fail(f"{name} was not transformed ({mode}, {flavour}): {built[(name, flavour)][mode]}")
+    return difftest.call_sites(transformed[(name, flavour, mode)].report)
+
+
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("name", list(PROGRAMS))
 def test_transformed_examples_print_what_the_originals_print(versions, name, flavour):
@@ -127,11 +139,9 @@ def test_examples_are_transformed_and_compile_cleanly(versions, name, flavour):
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_transform_report_lists_every_call_as_transformed(versions, name):
-    _, transformed = versions
     n_calls = len(BLOCKING_COLLECTIVE.findall((EXAMPLES_DIR / f"{name}.c").read_text()))
     for mode in difftest.MODES:
-        report = transformed[(name, FLAVOURS[0], mode)].report
-        sites = difftest.call_sites(report)
+        sites = _report(versions, name, mode)
         assert len(sites) == n_calls, f"{mode}: report lists {len(sites)} call sites, source has {n_calls}"
         left = [s for s in sites if s["action"] == "unchanged"]
         assert not left, f"{mode}: left alone: {left}"
@@ -163,9 +173,8 @@ def _line_of(text: str, piece: str) -> int:
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_waits_are_at_least_as_late_as_in_the_paper(versions, name):
-    _, transformed = versions
     text = (EXAMPLES_DIR / f"{name}.c").read_text()
-    sites = {s["line"]: s for s in difftest.call_sites(transformed[(name, FLAVOURS[0], "nonblocking")].report)}
+    sites = {s["line"]: s for s in _report(versions, name, "nonblocking")}
     early = []
     for call, not_before in PAPER_WAITS[name]:
         site = sites[_line_of(text, call)]
@@ -205,9 +214,8 @@ def test_hazard_waits_come_before_the_conflict(versions, mode):
     """Reading the report: every transformed call of hazards.c waits no later than the first
     statement that conflicts with it (what the differential run cannot prove when MPI happens to
     finish early), and the swapped buffers do not become persistent."""
-    _, transformed = versions
     text = (EXAMPLES_DIR / "hazards.c").read_text()
-    sites = {s["line"]: s for s in difftest.call_sites(transformed[("hazards", FLAVOURS[0], mode)].report)}
+    sites = {s["line"]: s for s in _report(versions, "hazards", mode)}
     late = []
     for call, ranks, before in HAZARD_WAITS:
         site = sites[_line_of(text, call)]
