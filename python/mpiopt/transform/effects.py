@@ -135,6 +135,8 @@ class EffectAnalysis:
             if not summary and loops == 0:
                 eff.stop_at("continue", n)
             return
+        elif k in ("ASM_STMT", "MS_ASM_STMT"):
+            eff.stop_at("inline assembly", n)
         elif k == "LABEL_STMT":
             if not summary:
                 eff.stop_at(f"label {n.spelling} (a goto may enter here)", n)
