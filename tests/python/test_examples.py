@@ -316,6 +316,8 @@ def test_bench_transform_times_the_three_versions():
     assert set(result["best_seconds"]) == {"blocking", "nonblocking", "persistent"}
     assert all(t > 0 for t in result["best_seconds"].values())
     assert result["output_matches"] == {"nonblocking": True, "persistent": True}
+    assert result["call_sites"]["persistent"]["persistent"] == PERSISTENT_CALLS["six_bcasts"]
+    assert result["call_sites"]["nonblocking"]["nonblocking"] == 8
     assert result["speedup_nonblocking"] == pytest.approx(
         result["best_seconds"]["blocking"] / result["best_seconds"]["nonblocking"])
 

@@ -124,12 +124,14 @@ def _check_args(args) -> tuple[list[str], list[str]]:
     return flavours, names
 
 
-def _transform(source: Path, mode: str, flavour: str, out: Path) -> None:
+def _transform(source: Path, mode: str, flavour: str, out: Path) -> dict:
+    """Runs `mpiopt transform`; returns its report's summary (how many call sites became what)."""
     cmd = [sys.executable, "-m", "mpiopt.cli", "transform", str(source), "-o", str(out),
-           "--mode", mode, "--mpi", flavour]
+           "--mode", mode, "--mpi", flavour, "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {r.returncode}): {r.stderr.strip()}")
+    return json.loads(r.stdout).get("summary", {})
 
 
 def _compile(source: Path, flavour: str, exe: Path) -> None:
@@ -156,12 +158,12 @@ def measure(flavour: str, np: int, names: list[str], size: str, repeats: int, pr
         tmp = Path(tmp)
         for name in names:
             source = examples_dir() / f"{name}.c"
-            exes = {}
+            exes, call_sites = {}, {}
             for version in VERSIONS:
                 src = source
                 if version != "blocking":
                     src = tmp / f"{name}.{version}.c"
-                    _transform(source, version, flavour, src)
+                    call_sites[version] = _transform(source, version, flavour, src)
                 exes[version] = tmp / f"{name}.{version}.{flavour}"
                 _compile(src, flavour, exes[version])
             times = {v: [] for v in VERSIONS}
@@ -177,7 +179,7 @@ def measure(flavour: str, np: int, names: list[str], size: str, repeats: int, pr
             differs = {v: compare_outputs(outputs["blocking"], outputs[v]) for v in VERSIONS[1:]}
             results.append({
                 "example": name, "args": SIZES[size][name], "flavour": flavour, "np": np,
-                "best_seconds": best, "all_seconds": times,
+                "call_sites": call_sites, "best_seconds": best, "all_seconds": times,
                 "output_matches": {v: not d for v, d in differs.items()},
                 "output_differences": {v: d[:5] for v, d in differs.items() if d},
                 "speedup_nonblocking": best["blocking"] / best["nonblocking"],
