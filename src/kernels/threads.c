@@ -4,11 +4,12 @@
  * microseconds, which only pays once the buffer no longer fits in cache and a second core adds
  * memory bandwidth. The thread count comes from the process's CPU affinity mask, not the number
  * of online CPUs: mpirun binds each rank to its own core(s), and threads beyond that mask would
- * only time-share them (and steal cores from neighbouring ranks). */
+ * only time-share them (and steal cores from neighbouring ranks). Unbound ranks share the node. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "kernels.h"
 
 #ifdef _OPENMP
@@ -34,13 +35,30 @@ static long env_long(const char *name, long fallback)
     return (*end == '\0' && v >= 0) ? v : fallback;
 }
 
+/* Ranks the launcher started on this node (Open MPI and MPICH's Hydra both say so in the
+ * environment); 1 when unknown. */
+static long local_ranks(void)
+{
+    long n = env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    if (n <= 0)
+        n = env_long("MPI_LOCALNRANKS", 0);
+    return n > 0 ? n : 1;
+}
+
 static int affinity_cpus(void)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return 1;
     int n = CPU_COUNT(&set);
-    return n > 0 ? n : 1;
+    if (n <= 0)
+        return 1;
+    /* An unbound rank (MPICH binds nothing by default) sees every CPU of the node, as do its
+     * neighbours: share the node's CPUs among the node's ranks instead of each taking all. */
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n >= online && local_ranks() > 1)
+        n = (int)(n / local_ranks()) > 0 ? (int)(n / local_ranks()) : 1;
+    return n;
 }
 
 int mpiopt_max_threads(void)
