@@ -387,8 +387,9 @@ static void store(const type_info *t, void *buf, size_t i, long long value)
     }
 }
 
-/* The value rank r contributes at element i in iteration it: small integers, so every op's
- * exact result fits every type and floating-point sums are exact in any order. */
+/* The value rank r contributes at element i in iteration it: small integers, so floating-point
+ * sums are exact in any order and results fit even 8-bit types up to 42 ranks (beyond, an 8-bit
+ * sum wraps, and `store` wraps the expected value alike). */
 static long long contribution(const op_info *op, long long i, int r, int it)
 {
     if (op->op == MPI_PROD)
