@@ -113,7 +113,7 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, str]:
         source = "given"
     else:
         net = smpi.Network()
-        a = smpi.mean_latency(args.platform, ranks, 1, net)
+        a = smpi.exchange_latency(args.platform, ranks, 1, net)
         b, g = 1.0 / net.link_bandwidth, 0.0
         source = f"simulated {args.platform}, 1 rank per node"
     for name, v in (("alpha", a), ("beta", b), ("gamma", g)):

@@ -157,24 +157,51 @@ def write_machine(directory: Path, kind: str, ranks: int, ppn: int = 1,
     return platform, hosts
 
 
-def mean_latency(kind: str, ranks: int, ppn: int = 1, net: Network = Network()) -> float:
-    """Latency of a message between two nodes, averaged over node pairs: the α of the cost model
-    on this platform (links × link latency)."""
-    nodes = math.ceil(ranks / ppn)
-    if nodes <= 1:
-        return net.loopback_latency
-    if kind == "cluster":
-        links = 2.0
+def _node_latency(kind: str, nodes: int, net: Network):
+    """latency(a, b) between nodes a and b of the platform platform_xml(kind, nodes) builds."""
+    if kind == "torus":
+        dims = _torus_dims(nodes)
+
+        def coords(i):
+            out = []
+            for d in dims:      # SimGrid numbers torus nodes with the first dimension fastest
+                out.append(i % d)
+                i //= d
+            return out
+
+        def latency(a, b):
+            hops = sum(min(abs(x - y), d - abs(x - y)) for x, y, d in zip(coords(a), coords(b), dims))
+            return hops * net.link_latency
     elif kind == "fattree":
         down, _ = _fat_tree_shape(nodes)
-        same_leaf = min(down, nodes) - 1
-        links = (2 * same_leaf + 4 * (nodes - 1 - same_leaf)) / (nodes - 1)
+
+        def latency(a, b):
+            return (2 if a // down == b // down else 4) * net.link_latency
     else:
-        # hops add up over the dimensions; each is a ring. Mean over the other nodes.
-        dims = _torus_dims(nodes)
-        total = math.prod(dims)
-        links = sum(sum(min(i, d - i) for i in range(d)) / d for d in dims) * total / (total - 1)
-    return links * net.link_latency
+        def latency(a, b):
+            return 2 * net.link_latency
+    return latency
+
+
+def exchange_latency(kind: str, ranks: int, ppn: int = 1, net: Network = Network()) -> float:
+    """Mean latency of the messages of the log p algorithms (binomial, recursive doubling,
+    halving, Rabenseifner): rank r and r XOR 2^k for every step k, with the hostfile's
+    placement. These pairs are nearer than two random nodes (the first steps stay within a node,
+    a leaf switch or a torus row), so this, rather than the mean over all node pairs, is their
+    α on this platform."""
+    nodes = math.ceil(ranks / ppn)
+    latency = _node_latency(kind, nodes, net)
+    total, count = 0.0, 0
+    k = 1
+    while k < ranks:
+        for r in range(ranks):
+            partner = r ^ k
+            if partner < ranks:
+                a, b = r // ppn, partner // ppn
+                total += net.loopback_latency if a == b else latency(a, b)
+                count += 1
+        k *= 2
+    return total / count if count else net.loopback_latency
 
 
 # ---- running ----
