@@ -11,7 +11,7 @@ import pytest
 from mpiopt.transform import rewrite
 from mpiopt.transform.alias import analyse as points_to
 from mpiopt.transform.calls import COLLECTIVES
-from mpiopt.transform.effects import EffectAnalysis, Effects
+from mpiopt.transform.effects import EffectAnalysis
 from mpiopt.transform.engine import Options, transform_file
 from mpiopt.transform.parse import ParseError, parse
 from mpiopt.transform.persistent import detect_target, why_not_persistent

@@ -153,7 +153,8 @@ class _FunctionEmitter:
                 src, call.start, f"{self.root}[{k}] = mpiopt_is_root({comm}, {root});", order=10))
         if s.action == "persistent":
             loop = s.loop
-            init = f"{s.coll.persistent(self.target.prefix)}({', '.join(args + ['MPI_INFO_NULL', self.req(k)])});"
+            init_args = ", ".join(args + ["MPI_INFO_NULL", self.req(k)])
+            init = f"{s.coll.persistent(self.target.prefix)}({init_args});"
             edits.append(rewrite.insert_before_statement(src, loop.start, init, order=5))
             edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
             end = _after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end

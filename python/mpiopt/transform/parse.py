@@ -199,7 +199,8 @@ class _Converter:
     def __init__(self, main_file: str, text: bytes):
         self.main_file = main_file
         self.lib = ci.conf.lib
-        self._f, self._l, self._c, self._o = ci.c_object_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        self._f = ci.c_object_p()
+        self._l, self._c, self._o = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
         self._keys: dict = {}
         self._base = None
         self._newlines = [i for i, b in enumerate(text) if b == 10]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .effects import EffectAnalysis, Effects, call_args
 from .parse import Node, mpi_compile_flags
-from .placement import Site, _side_effect_free
+from .placement import Site, side_effect_free
 
 LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT"}
 
@@ -99,7 +99,7 @@ def why_not_persistent(site: Site, ea: EffectAnalysis) -> str:
     pts = ea.pts
     for arg, role in zip(call_args(site.call), site.coll.roles):
         text = ea.text(arg)
-        if not _side_effect_free(arg):
+        if not side_effect_free(arg):
             return f"argument `{text}` has side effects"
         for ref in arg.walk():
             if ref.kind == "DECL_REF_EXPR" and ref.ref_kind == "var" and ref.ref in decls:

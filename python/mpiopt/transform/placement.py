@@ -178,7 +178,8 @@ class Placer:
                 steps += 1
             parent = block.parent
             if parent is None or parent.kind == "FUNCTION_DECL":
-                return Wait(site, block, len(stmts), "", flag, "end of the function", self._end_line(block), steps)
+                return Wait(site, block, len(stmts), "", flag, "end of the function",
+                            self._end_line(block), steps)
             declared = self._buffer_declared_in(site, block)
             if declared:
                 return Wait(site, block, len(stmts), "", flag, f"end of the scope of `{declared}`",
@@ -226,7 +227,7 @@ class Placer:
             site.waits = [root]
             return
         args = call_args(site.call)
-        if not (_side_effect_free(args[site.coll.root]) and _side_effect_free(args[site.coll.comm])):
+        if not (side_effect_free(args[site.coll.root]) and side_effect_free(args[site.coll.comm])):
             site.waits = [min(root, other, key=lambda w: w.steps)]
             return
         site.rank_guard = True
@@ -241,7 +242,7 @@ class Placer:
 
 
 
-def _side_effect_free(e: Node) -> bool:
+def side_effect_free(e: Node) -> bool:
     for n in e.walk():
         if n.kind == "CALL_EXPR" or n.kind == "COMPOUND_ASSIGNMENT_OPERATOR":
             return False
