@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -175,11 +176,15 @@ def measure(flavour: str, np: int, names: list[str], size: str, repeats: int, pr
                     seconds, outputs[version] = _run_timed(flavour, np, exes[version], SIZES[size][name])
                     times[version].append(seconds)
             best = {v: min(t) for v, t in times.items()}
+            # how much the same binary's time varies between runs: the trust to put in a speedup
+            spread = max(max(t) / min(t) for t in times.values())
             # a version that computes something else is not faster, it is wrong: say so
             differs = {v: compare_outputs(outputs["blocking"], outputs[v]) for v in VERSIONS[1:]}
             results.append({
                 "example": name, "args": SIZES[size][name], "flavour": flavour, "np": np,
                 "call_sites": call_sites, "best_seconds": best, "all_seconds": times,
+                "median_seconds": {v: statistics.median(t) for v, t in times.items()},
+                "spread": spread,
                 "output_matches": {v: not d for v, d in differs.items()},
                 "output_differences": {v: d[:5] for v, d in differs.items() if d},
                 "speedup_nonblocking": best["blocking"] / best["nonblocking"],
@@ -222,10 +227,10 @@ def _print_table(results: list[dict], args) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"mpiopt transform: main-loop time, best of {args.repeats}, {args.np} ranks "
+    table = Table(title=f"mpiopt transform: main-loop seconds, best of {args.repeats}, {args.np} ranks "
                         f"({args.size} sizes)")
-    for col in ("MPI", "example", "blocking s", "nonblocking s", "persistent s",
-                "nonblocking speedup", "persistent speedup"):
+    for col in ("MPI", "example", "blocking", "nonblocking", "persistent", "nb speedup",
+                "pers speedup", "spread"):
         table.add_column(col, justify="left" if col in ("MPI", "example") else "right")
     for r in results:
         b = r["best_seconds"]
@@ -233,10 +238,14 @@ def _print_table(results: list[dict], args) -> None:
         speedup = {v: f"{r['speedup_' + v]:.2f}x" if ok[v] else "[red]wrong output[/]" for v in ok}
         table.add_row(r["flavour"], r["example"], f"{b['blocking']:.4f}",
                       f"{b['nonblocking']:.4f}", f"{b['persistent']:.4f}",
-                      speedup["nonblocking"], speedup["persistent"])
+                      speedup["nonblocking"], speedup["persistent"],
+                      f"[{'yellow' if r['spread'] > 1.5 else 'default'}]{r['spread']:.1f}x[/]")
     console = Console()
+    if not console.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
+        console = Console(width=120)
     console.print(table)
     sizes = {r["example"]: " ".join(r["args"]) for r in results}
     console.print("Sizes: " + "; ".join(f"{name} {a}" for name, a in sizes.items()))
-    console.print("Speedup = blocking time / version time. The machine may be shared with other "
-                  "work: compare versions within one run, not across runs.")
+    console.print("Speedup = blocking time / version time (best runs). Spread = slowest / fastest run "
+                  "of the same binary: above 1.5x the machine is busy with other work and the "
+                  "speedups are noise.")
