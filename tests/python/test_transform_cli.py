@@ -205,8 +205,9 @@ def test_a_5000_line_file_is_fast(tmp_path):
     wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
-    seconds = doc["files"][0]["seconds"]
-    print(f"\n{n} lines, {doc['summary']['sites']} call sites: transform {seconds:.2f} s "
-          f"(command {wall:.2f} s)")
+    seconds, cpu = doc["files"][0]["seconds"], doc["files"][0]["cpu_seconds"]
+    print(f"\n{n} lines, {doc['summary']['sites']} call sites: transform {seconds:.2f} s wall, "
+          f"{cpu:.2f} s CPU (command {wall:.2f} s wall)")
     assert doc["summary"]["sites"] == 4 * 180 and doc["summary"]["unchanged"] == 0
-    assert seconds < 30          # the bar is 5 s; generous here because the machine is shared
+    assert cpu < 5               # the bar; CPU time, since wall time on a shared machine is noise
+    assert seconds < 60

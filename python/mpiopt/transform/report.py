@@ -15,7 +15,7 @@ def to_json(results: list[FileResult], written: dict) -> dict:
     files = []
     for r in results:
         files.append({"file": str(r.path), "output": written.get(str(r.path)), "changed": r.changed,
-                      "seconds": round(r.seconds, 4),
+                      "seconds": round(r.seconds, 4), "cpu_seconds": round(r.cpu_seconds, 4),
                       "target": {"mpi_version": r.target.version, "persistent_prefix": r.target.prefix},
                       "sites": r.sites})
     sites = [s for r in results for s in r.sites]
