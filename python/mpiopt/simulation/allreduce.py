@@ -268,9 +268,13 @@ def run(args) -> int:
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("building with smpicc", total=None)
         for p in spec["ranks"]:
-            records += simulate(args.platform, p, spec["sizes"], args.ppn, spec["algorithms"],
-                                spec["vendors"], args.iterations, args.tuning,
-                                progress=lambda text: bar.update(task, description=text))
+            try:
+                records += simulate(args.platform, p, spec["sizes"], args.ppn, spec["algorithms"],
+                                    spec["vendors"], args.iterations, args.tuning,
+                                    progress=lambda text: bar.update(task, description=text))
+            except RuntimeError as e:      # the SMPI build or a simulation failed: say which
+                err.print(f"mpiopt simulate allreduce: {e}", markup=False, highlight=False)
+                return 1
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
     stem = f"simulate-allreduce-{args.platform}-{'_'.join(map(str, spec['ranks']))}"
