@@ -139,6 +139,14 @@ def test_compiler_flags_after_double_dash(tmp_path):
     r = mpiopt(src, "--", "-DN=3")
     assert r.returncode == 0, r.stderr
     assert "int a = N" in r.stdout
+    # options may also come after the file, before `--` and several flags
+    r = mpiopt(src, "--json", "--mode", "persistent", "--", "-DN=3", "-DUNUSED=1")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["summary"]["nonblocking"] == 1
+    bad = mpiopt(src, "--bogus", "--", "-DN=3")
+    assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
+    both = mpiopt(src, "--diff", "--in-place", "--", "-DN=3")
+    assert both.returncode == 2 and "not allowed" in both.stderr
 
 
 def test_mpi_version_3_without_mpix_stays_nonblocking():

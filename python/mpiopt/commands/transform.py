@@ -18,15 +18,7 @@ Each call site is reported: transformed or not, where its wait went and which st
 Where the analysis is not sure, the call stays blocking and the report says why."""
 
 
-def register(sub) -> None:
-    p = sub.add_parser("transform", help="rewrite blocking MPI collectives into nonblocking or "
-                       "persistent ones (C sources)",
-                       description="Rewrites blocking MPI collectives in C files into nonblocking ones "
-                       "with the wait as late as the data allow, or (in loops, --mode persistent) into "
-                       "persistent collectives. Parses with libclang using the chosen MPI's headers.",
-                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE.c",
-                   help="C sources; after `--`, extra compiler flags for libclang")
+def _add_options(p: argparse.ArgumentParser) -> None:
     out = p.add_mutually_exclusive_group()
     out.add_argument("-o", "--output", metavar="OUT",
                      help="write the result to OUT (a directory when several files are given)")
@@ -46,16 +38,50 @@ def register(sub) -> None:
     p.add_argument("-p", "--compile-commands", metavar="compile_commands.json", type=Path,
                    help="compilation database for include paths and macros (default: one in the "
                    "file's directory or a parent)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("transform", help="rewrite blocking MPI collectives into nonblocking or "
+                       "persistent ones (C sources)",
+                       description="Rewrites blocking MPI collectives in C files into nonblocking ones "
+                       "with the wait as late as the data allow, or (in loops, --mode persistent) into "
+                       "persistent collectives. Parses with libclang using the chosen MPI's headers.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_options(p)
+    # Everything from the first file on (options, files, `--` and compiler flags) is parsed again
+    # in run(): argparse cannot mix positionals, options and a trailing `-- FLAGS` itself.
+    p.add_argument("files", nargs=argparse.REMAINDER, metavar="FILE.c ... [-- CLANG_FLAGS]",
+                   help="C sources; after `--`, extra compiler flags for libclang")
     p.set_defaults(func=run)
 
 
-def _split_files_and_flags(items: list[str]) -> tuple[list[str], list[str]]:
-    """argparse hands everything after `--` to the positionals: the first item that looks like an
-    option starts the compiler flags."""
-    for i, item in enumerate(items):
-        if item.startswith("-"):
-            return items[:i], items[i:]
-    return items, []
+def _reparse(args) -> tuple[list[str], list[str]]:
+    """Files and compiler flags from args.files, with options given after the first file merged
+    into `args`."""
+    from ..cli import UsageError
+
+    rest, flags = list(args.files), []
+    if "--" in rest:
+        i = rest.index("--")
+        rest, flags = rest[:i], rest[i + 1:]
+    again = argparse.ArgumentParser(prog="mpiopt transform", add_help=False, exit_on_error=False)
+    _add_options(again)
+    again.add_argument("files", nargs="*")
+    try:
+        late, unknown = again.parse_known_intermixed_args(rest)
+    except argparse.ArgumentError as e:
+        raise UsageError(str(e)) from None
+    except SystemExit:
+        raise UsageError("bad arguments after the file names (see mpiopt transform --help)") from None
+    if unknown:
+        raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (compiler flags go after --)")
+    defaults = again.parse_args([])
+    for name, value in vars(late).items():
+        if name != "files" and value != getattr(defaults, name):
+            setattr(args, name, value)
+    if sum(bool(x) for x in (args.output, args.in_place, args.diff)) > 1:
+        raise UsageError("-o, --in-place and --diff exclude each other")
+    return late.files, flags
 
 
 def run(args) -> int:
@@ -63,7 +89,7 @@ def run(args) -> int:
     from ..transform import Options, ParseError, transform_file
     from ..transform.report import print_table, to_json
 
-    files, flags = _split_files_and_flags(args.files)
+    files, flags = _reparse(args)
     if not files:
         raise UsageError("no input file")
     if args.compile_commands and not args.compile_commands.is_file():
