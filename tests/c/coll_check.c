@@ -8,7 +8,7 @@
  * same bits and that the value is close. Allreduce results are also hashed and compared across
  * ranks, bit for bit.
  *
- *   test-coll_check [--algorithms auto,vendor,…] [--counts 0,1,…] [--roots all|ends]
+ *   test-coll_check [--algorithms auto,vendor,…] [--counts 0,1,…] [--roots all|ends|last]
  *                   [--cases all|quick|minimal] [--big-cases all|quick|minimal]
  *                   [--comms world,dup,split,self] [--reduce 0|1]
  * --big-cases: the cases run at counts >= 10000 (default: as --cases).
@@ -331,7 +331,9 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                 if (!do_reduce)
                     continue;
                 for (int root = 0; root < p; root++) {
-                    if (!all_roots && root != 0 && root != p - 1)
+                    if (all_roots == 0 && root != 0 && root != p - 1)
+                        continue;
+                    if (all_roots < 0 && root != p - 1)
                         continue;
                     /* in place at the root; at non-zero roots too (MPICH 4.0.2 crashes there) */
                     for (int inplace = 0; inplace < 2; inplace++) {
@@ -401,7 +403,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--algorithms")) alg_list = argv[i + 1];
         else if (!strcmp(argv[i], "--counts")) count_list = argv[i + 1];
         else if (!strcmp(argv[i], "--comms")) comm_list = argv[i + 1];
-        else if (!strcmp(argv[i], "--roots")) all_roots = !strcmp(argv[i + 1], "all");
+        else if (!strcmp(argv[i], "--roots"))
+            all_roots = !strcmp(argv[i + 1], "all") ? 1 : !strcmp(argv[i + 1], "last") ? -1 : 0;
         else if (!strcmp(argv[i], "--cases")) quick = case_level(argv[i + 1]);
         else if (!strcmp(argv[i], "--big-cases")) big_quick = case_level(argv[i + 1]);
         else if (!strcmp(argv[i], "--reduce")) do_reduce = atoi(argv[i + 1]);

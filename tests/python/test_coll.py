@@ -19,7 +19,8 @@ from mpiopt import mpi
 ALL_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17]
 
 # (flavour, p) -> checker options. Defaults: all algorithms, all cases, counts
-# {0, 1, p-1, p, p+1, 1000, 65537}, roots {0, p-1}, communicators world, dup, split, self.
+# {0, 1, p-1, p, p+1, 1000, 65537}, roots {0, p-1} (in place at both), communicators world, dup,
+# split, self. "--roots last": only root p-1 (a non-zero root, where in place matters most).
 def checker_options(flavour, p):
     if flavour == "openmpi":
         if p == 1:
@@ -28,13 +29,15 @@ def checker_options(flavour, p):
             return ["--big-cases", "quick"]
         if p <= 9:
             return ["--cases", "quick", "--big-cases", "minimal"]
-        return ["--cases", "minimal", "--counts", "p-1,p+1,1000,65537", "--comms", "world,split"]
+        return ["--cases", "minimal", "--counts", "p-1,p+1,65537", "--comms", "world,split",
+                "--roots", "last"]
     if p <= 2:
         return ["--big-cases", "minimal"]
     if p <= 9:
         return ["--cases", "minimal", "--counts", "p-1,p+1,65537" if p <= 4 else "p+1,65537",
-                "--comms", "world,split" if p == 3 else "world"]
-    return ["--cases", "minimal", "--counts", "p+1", "--comms", "world"]
+                "--comms", "world,split" if p == 3 else "world",
+                "--roots", "ends" if p <= 6 else "last"]
+    return ["--cases", "minimal", "--counts", "p+1", "--comms", "world", "--roots", "last"]
 
 
 def params():
