@@ -1,10 +1,13 @@
 /* What every algorithm shares: the private communicator, the call context and the two ways of
  * applying the op (with the left operand in place or on the right). */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
 
 static int private_keyval = MPI_KEYVAL_INVALID;
+static int keyval_rc;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
 static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
@@ -14,17 +17,20 @@ static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
     return rc;
 }
 
+static void create_keyval(void)
+{
+    /* MPI_COMM_NULL_COPY_FN: a duplicate of the user's communicator gets its own private one on
+     * its first collective, never a shared one. */
+    keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
+}
+
 int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm)
 {
     int rc, found = 0;
     MPI_Comm *cached = NULL;
-    if (private_keyval == MPI_KEYVAL_INVALID) {
-        /* MPI_COMM_NULL_COPY_FN: a duplicate of the user's communicator gets its own private one
-         * on its first collective, never a shared one. */
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
-        if (rc != MPI_SUCCESS)
-            return rc;
-    }
+    pthread_once(&keyval_once, create_keyval);
+    if (keyval_rc != MPI_SUCCESS)
+        return keyval_rc;
     rc = PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found);
     if (rc != MPI_SUCCESS)
         return rc;
