@@ -384,7 +384,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     build_cases();
-    static const size_t big[] = { 1000, 4099, 262147 };
+    static const size_t big[] = { 1000, 4099, 65539 };
     for (size_t c = 0; c < ncases; c++) {
         char ops[64];
         snprintf(ops, sizeof ops, "%s", cases[c].ops);
