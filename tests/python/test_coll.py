@@ -64,7 +64,7 @@ def test_allreduce_and_reduce_match_rank_order_reference(flavour, p):
     assert r.returncode == 0 and summary, r.stdout[-3000:] + r.stderr[-3000:]
     checks, failures = [int(w) for w in summary[0].replace(",", "").split() if w.isdigit()]
     assert failures == 0
-    assert checks > 100 * p   # the matrix really ran
+    assert checks > 50 * p   # the matrix really ran
 
 
 def verbose_lines(stderr):
