@@ -93,14 +93,16 @@ def test_mpi4py_program_uses_mpi4pys_mpi(tmp_path):
     if flavour not in BUILT:
         pytest.skip(f"mpi4py uses {flavour}, not built")
     script = tmp_path / "app.py"
-    script.write_text("import os\nfrom mpi4py import MPI\n"
+    # one write per line: the launcher interleaves the ranks' output at write boundaries
+    script.write_text("import os, sys\nfrom mpi4py import MPI\n"
                       "s = MPI.COMM_WORLD.allreduce(1.0)\n"
-                      "print('sum', s, 'preload', os.environ.get('LD_PRELOAD'))\n")
+                      "sys.stdout.write(f\"sum {s} preload {os.environ.get('LD_PRELOAD')}\\n\")\n"
+                      "sys.stdout.flush()\n")
     r = mpiopt("run", "-np", "2", "--json", "--", sys.executable, str(script))
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout.strip().splitlines()[-1])
     assert info["flavour"] == flavour and "mpi4py" in info["detected_from"]
-    assert r.stdout.count(f"sum 2.0 preload {mpi.library(flavour)}") == 2
+    assert r.stdout.count(f"sum 2.0 preload {mpi.library(flavour)}") == 2, r.stdout
 
 
 @pytest.mark.parametrize("args, message", [
