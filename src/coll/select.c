@@ -21,20 +21,25 @@
 
 #define TB 1099511627776.0
 
-/* Measured on the development machine (2 cores, shared memory; see docs/collectives.md): the
- * vendors' shared-memory collectives win below these sizes, mpiopt's algorithms above. */
+/* Measured on the development machine (2 cores, shared memory, loaded by other jobs; medians of
+ * `mpiopt-allreduce -a all`, see docs/collectives.md). Open MPI's shared-memory collectives win
+ * the smallest and the largest sizes; recursive doubling wins the middle (fewer rounds). MPICH
+ * (ch4:ucx) loses to recursive doubling at small sizes and to Rabenseifner at large ones at p = 2;
+ * at p = 4 (oversubscribed: every round costs a scheduler time slice) the fewest rounds win. */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
-    {{2, 65535, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_VENDOR},
-     {4, 65535, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, 8192, MPIOPT_ALG_VENDOR}, {2, 131072, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {2, TB, MPIOPT_ALG_VENDOR},
+     {4, 4096, MPIOPT_ALG_VENDOR}, {4, 65536, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {4, TB, MPIOPT_ALG_VENDOR}},
     {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_openmpi[2] = {4, 2};
+static const int default_nrows_openmpi[2] = {6, 2};
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
-    {{2, 65535, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_VENDOR},
-     {4, 65535, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, 8192, MPIOPT_ALG_RECURSIVE_DOUBLING}, {2, TB, MPIOPT_ALG_RABENSEIFNER},
+     {4, TB, MPIOPT_ALG_RECURSIVE_DOUBLING}},
     {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_mpich[2] = {4, 2};
+static const int default_nrows_mpich[2] = {3, 2};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {1.0e-6, 2.5e-10, 1.0e-10};
 /* Without a tuning file, sizes p without rows still leave messages below this to the vendor:
