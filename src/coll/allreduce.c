@@ -24,14 +24,16 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     size_t bytes;
     if ((int)algorithm < 0 || algorithm >= MPIOPT_ALG_COUNT)
         return MPI_ERR_ARG;
-    if (algorithm == MPIOPT_ALG_VENDOR || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes)
+    /* select first, from the cheap facts: when the vendor is chosen (small messages) the call
+     * should cost next to nothing more than the vendor's own */
+    if (algorithm == MPIOPT_ALG_VENDOR || !mpiopt_coll_shape(comm, count, datatype, &p, &bytes)
         || PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     PMPI_Comm_rank(comm, &rank);
     mpiopt_algorithm a = mpiopt_select(0, algorithm, p, bytes, commutative,
                                        !mpiopt_vendor_result_wrong(datatype, op), rank);
     allreduce_fn run = algorithm_fn(a);
-    if (!run)
+    if (!run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     MPI_Aint lb, extent;
     PMPI_Type_get_extent(datatype, &lb, &extent);

@@ -1,6 +1,16 @@
 #include <stddef.h>
 #include "collective_args.h"
 
+int mpiopt_coll_shape(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes)
+{
+    int size;
+    if (comm == MPI_COMM_NULL || datatype == MPI_DATATYPE_NULL || count < 0 ||
+        PMPI_Comm_size(comm, p) != MPI_SUCCESS || PMPI_Type_size(datatype, &size) != MPI_SUCCESS)
+        return 0;
+    *bytes = (size_t)count * (size_t)size;
+    return 1;
+}
+
 int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes)
 {
     int inter = 0, size;

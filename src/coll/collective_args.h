@@ -5,6 +5,10 @@
 
 #include <mpi.h>
 
+/* The cheap part, enough to select an algorithm: 0 for arguments the vendor should judge (null
+ * handles, negative count); else sets *p (the communicator's size) and *bytes (count * size). */
+int mpiopt_coll_shape(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes);
+
 /* 1 if mpiopt's algorithms can take this call: an intracommunicator, count >= 0, and a datatype
  * whose count elements are one dense block of count*extent bytes from the buffer address
  * (predefined types, contiguous derived types). Sets *p and *bytes (count * size). */

@@ -58,14 +58,14 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     size_t bytes;
     if ((int)algorithm < 0 || algorithm >= MPIOPT_ALG_COUNT)
         return MPI_ERR_ARG;
-    if (algorithm == MPIOPT_ALG_VENDOR || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes)
+    if (algorithm == MPIOPT_ALG_VENDOR || !mpiopt_coll_shape(comm, count, datatype, &p, &bytes)
         || root < 0 || root >= p || PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     PMPI_Comm_rank(comm, &rank);
     mpiopt_algorithm a = mpiopt_select(1, algorithm, p, bytes, commutative,
                                        !mpiopt_vendor_result_wrong(datatype, op), rank);
     reduce_fn run = algorithm_fn(a);
-    if (!run)
+    if (!run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     if (count == 0)
         return MPI_SUCCESS;
