@@ -100,7 +100,7 @@ static int from_biggest(const mpiopt_coll *c, const blocks *b, void *buf, size_t
 
 static int reduce_to_biggest(const mpiopt_coll *c, blocks *b, void *buf, size_t count)
 {
-    void *tmp = malloc(count * c->extent + 1);
+    void *tmp = mpiopt_coll_scratch(c, count);
     if (!tmp)
         return MPI_ERR_NO_MEM;
     int rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, b->rank_of, b->levels, b->g);
@@ -136,13 +136,8 @@ int mpiopt_reduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count, i
     rc = reduce_to_biggest(c, &b, buf, count);
     if (rc == MPI_SUCCESS && b.start == 0)
         rc = mpiopt_gather_halving(c, buf, count, b.rank_of, b.levels, b.g, via);
-    if (rc == MPI_SUCCESS && via != root) {
-        if (c->rank == via)
-            rc = PMPI_Send(buf, (int)count, c->datatype, root, MPIOPT_TAG, c->comm);
-        else if (c->rank == root)
-            rc = PMPI_Recv(buf, (int)count, c->datatype, via, MPIOPT_TAG, c->comm,
-                           MPI_STATUS_IGNORE);
-    }
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_forward_result(c, buf, count, via, root);
     free(b.rank_of);
     return rc;
 }

@@ -42,7 +42,7 @@ static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_r
         }
         if (vr + mask >= p)
             continue;
-        if (!tmp && !(tmp = malloc(count * c->extent + 1)))
+        if (!tmp && !(tmp = mpiopt_coll_scratch(c, count)))
             return MPI_ERR_NO_MEM;
         rc = PMPI_Recv(tmp, (int)count, c->datatype, (vr + mask + tree_root) % p, MPIOPT_TAG,
                        c->comm, MPI_STATUS_IGNORE);

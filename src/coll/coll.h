@@ -70,6 +70,21 @@ int mpiopt_fold_in(const mpiopt_coll *c, void *buf, void *tmp, size_t count, int
 /* Gives the ranks that sat out the result of their odd partner. */
 int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count);
 
+/* A fold with its scratch: mpiopt_fold_begin allocates a count-element receive buffer and the
+ * rank map, then folds in; mpiopt_fold_end frees them (also after a failed begin). */
+typedef struct {
+    void *tmp;
+    int *rank_of;
+    int levels, g;
+} mpiopt_fold;
+int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f);
+void mpiopt_fold_end(mpiopt_fold *f);
+
+/* count elements of scratch (never a zero-byte malloc, which may return NULL). */
+void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count);
+/* Moves the result from rank `from` to rank `to` (nothing if they are the same rank). */
+int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to);
+
 /* Ring phases over all ranks of c->comm (commutative ops only: each block is reduced in a rotated
  * rank order). After the reduce-scatter, rank r holds block (r + 1) % p of mpiopt_ring_block. */
 void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi);

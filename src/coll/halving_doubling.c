@@ -9,6 +9,7 @@
  * Halving starts with the nearest partner (distance 1, 2, 4, …): after step i a process holds
  * the reduction over 2^(i+1) consecutive group members, lower members on the left, so the result
  * is in rank order and non-commutative ops are safe. */
+#include <stdlib.h>
 #include "coll.h"
 
 static int sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int peer, void *rbuf,
@@ -117,4 +118,38 @@ int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count)
         return PMPI_Send(buf, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm);
     return PMPI_Recv(buf, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm,
                      MPI_STATUS_IGNORE);
+}
+
+int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f)
+{
+    f->tmp = mpiopt_coll_scratch(c, count);
+    f->rank_of = malloc(sizeof(int) * (size_t)c->size);
+    if (!f->tmp || !f->rank_of)
+        return MPI_ERR_NO_MEM;
+    return mpiopt_fold_in(c, buf, f->tmp, count, f->rank_of, &f->levels, &f->g);
+}
+
+void mpiopt_fold_end(mpiopt_fold *f)
+{
+    free(f->tmp);
+    free(f->rank_of);
+    f->tmp = NULL;
+    f->rank_of = NULL;
+}
+
+void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count)
+{
+    return malloc(count * c->extent + 1);
+}
+
+int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to)
+{
+    if (from == to)
+        return MPI_SUCCESS;
+    if (c->rank == from)
+        return PMPI_Send(buf, (int)count, c->datatype, to, MPIOPT_TAG, c->comm);
+    if (c->rank == to)
+        return PMPI_Recv(buf, (int)count, c->datatype, from, MPIOPT_TAG, c->comm,
+                         MPI_STATUS_IGNORE);
+    return MPI_SUCCESS;
 }

@@ -8,61 +8,41 @@
  *              one send to the root when it sat out): same terms, one alpha + n*beta less.
  *
  * Rank order is kept (see halving_doubling.c), so it also serves non-commutative ops. */
-#include <stdlib.h>
 #include "coll.h"
 
 int mpiopt_allreduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count)
 {
-    int levels, g, rc;
-    void *tmp = malloc(count * c->extent + 1);
-    int *rank_of = malloc(sizeof(int) * (size_t)c->size);
-    if (!tmp || !rank_of) {
-        free(tmp);
-        free(rank_of);
-        return MPI_ERR_NO_MEM;
-    }
-    rc = mpiopt_fold_in(c, buf, tmp, count, rank_of, &levels, &g);
-    if (rc == MPI_SUCCESS && g >= 0) {
-        rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, rank_of, levels, g);
+    mpiopt_fold f;
+    int rc = mpiopt_fold_begin(c, buf, count, &f);
+    if (rc == MPI_SUCCESS && f.g >= 0) {
+        rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.rank_of, f.levels, f.g);
         if (rc == MPI_SUCCESS)
-            rc = mpiopt_allgather_doubling(c, buf, count, rank_of, levels, g);
+            rc = mpiopt_allgather_doubling(c, buf, count, f.rank_of, f.levels, f.g);
     }
     if (rc == MPI_SUCCESS)
         rc = mpiopt_fold_out(c, buf, count);
-    free(tmp);
-    free(rank_of);
+    mpiopt_fold_end(&f);
     return rc;
 }
 
 int mpiopt_reduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count, int root)
 {
-    int levels, g, rc;
-    void *tmp = malloc(count * c->extent + 1);
-    int *rank_of = malloc(sizeof(int) * (size_t)c->size);
-    if (!tmp || !rank_of) {
-        free(tmp);
-        free(rank_of);
-        return MPI_ERR_NO_MEM;
-    }
-    rc = mpiopt_fold_in(c, buf, tmp, count, rank_of, &levels, &g);
-    /* Gather to the root's group member, or, when the root sat out, to its odd partner, which
-     * then forwards the result. */
-    int surplus = c->size - (1 << levels);
-    int via = (root < 2 * surplus && root % 2 == 0) ? root + 1 : root;
-    int dst = via < 2 * surplus ? via / 2 : via - surplus;
-    if (rc == MPI_SUCCESS && g >= 0) {
-        rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, rank_of, levels, g);
+    mpiopt_fold f;
+    int rc = mpiopt_fold_begin(c, buf, count, &f);
+    if (rc == MPI_SUCCESS) {
+        /* Gather to the root's group member, or, when the root sat out, to its odd partner,
+         * which then forwards the result. */
+        int surplus = c->size - (1 << f.levels);
+        int via = (root < 2 * surplus && root % 2 == 0) ? root + 1 : root;
+        int dst = via < 2 * surplus ? via / 2 : via - surplus;
+        if (f.g >= 0) {
+            rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.rank_of, f.levels, f.g);
+            if (rc == MPI_SUCCESS)
+                rc = mpiopt_gather_halving(c, buf, count, f.rank_of, f.levels, f.g, dst);
+        }
         if (rc == MPI_SUCCESS)
-            rc = mpiopt_gather_halving(c, buf, count, rank_of, levels, g, dst);
+            rc = mpiopt_forward_result(c, buf, count, via, root);
     }
-    if (rc == MPI_SUCCESS && via != root) {
-        if (c->rank == via)
-            rc = PMPI_Send(buf, (int)count, c->datatype, root, MPIOPT_TAG, c->comm);
-        else if (c->rank == root)
-            rc = PMPI_Recv(buf, (int)count, c->datatype, via, MPIOPT_TAG, c->comm,
-                           MPI_STATUS_IGNORE);
-    }
-    free(tmp);
-    free(rank_of);
+    mpiopt_fold_end(&f);
     return rc;
 }

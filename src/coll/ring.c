@@ -84,7 +84,7 @@ int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count)
 
 int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count)
 {
-    void *tmp = malloc(count * c->extent + 1);
+    void *tmp = mpiopt_coll_scratch(c, count);
     if (!tmp)
         return MPI_ERR_NO_MEM;
     int rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
@@ -97,7 +97,7 @@ int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count)
 int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
 {
     int p = c->size, rc;
-    void *tmp = malloc(count * c->extent + 1);
+    void *tmp = mpiopt_coll_scratch(c, count);
     if (!tmp)
         return MPI_ERR_NO_MEM;
     rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
