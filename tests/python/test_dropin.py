@@ -2,6 +2,7 @@
 a C program built with the plain mpicc, a Fortran program (`use mpi`), and an mpi4py program.
 MPIOPT_VERBOSE=1 proves each call went through mpiopt (rank 0 names the algorithm per size
 class); forcing algorithms with MPIOPT_ALLREDUCE / MPIOPT_REDUCE checks they really ran."""
+import importlib.util
 import os
 import subprocess
 import sys
@@ -102,11 +103,13 @@ MPI4PY_PROGRAM = textwrap.dedent("""
 
 
 def test_mpi4py_program(tmp_path):
-    try:
-        import mpi4py.MPI as M
-    except ImportError:
+    # Locate mpi4py's extension without importing it: importing mpi4py.MPI initializes MPI in
+    # this (pytest) process, as an Open MPI singleton whose environment variables, inherited by
+    # every later mpirun the tests start, make those launches fail.
+    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
+    if spec is None or not spec.origin:
         pytest.skip("mpi4py is not installed in this Python")
-    flavour = mpi.linked_flavour(M.__file__)
+    flavour = mpi.linked_flavour(spec.origin)
     if flavour is None or flavour not in mpi.built_flavours():
         pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
     script = tmp_path / "prog.py"
