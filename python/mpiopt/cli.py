@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 import sys
 
 from . import __version__, commands
+from .plugins import plugin_modules
 
 
 class UsageError(Exception):
@@ -24,10 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mpiopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        if hasattr(module, "register"):
-            module.register(sub)
+    for module in plugin_modules(commands, "register"):
+        module.register(sub)
     return parser
 
 

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 
 from .. import benchmarks
+from ..plugins import plugin_modules
 
 EXAMPLE = """examples:
   mpiopt bench                     the main report: every benchmark marked for it, default settings
@@ -14,12 +13,7 @@ EXAMPLE = """examples:
 
 
 def _modules():
-    mods = []
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-        mod = importlib.import_module(f"{benchmarks.__name__}.{info.name}")
-        if hasattr(mod, "NAME") and hasattr(mod, "run"):
-            mods.append(mod)
-    return mods
+    return plugin_modules(benchmarks, "NAME", "run")
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -3,10 +3,9 @@ mpiopt.simulation with NAME, HELP, EXAMPLE, `add_arguments(parser)` and `run(arg
 from __future__ import annotations
 
 import argparse
-import importlib
-import pkgutil
 
 from .. import simulation
+from ..plugins import plugin_modules
 
 EXAMPLE = """examples:
   mpiopt simulate allreduce --ranks 128 --sizes 8:8M --platform torus
@@ -17,12 +16,7 @@ Simulated time is network time on the machine the platform describes; runs are d
 
 
 def _modules():
-    mods = []
-    for info in sorted(pkgutil.iter_modules(simulation.__path__), key=lambda m: m.name):
-        mod = importlib.import_module(f"{simulation.__name__}.{info.name}")
-        if hasattr(mod, "NAME") and hasattr(mod, "run"):
-            mods.append(mod)
-    return mods
+    return plugin_modules(simulation, "NAME", "run")
 
 
 def register(sub) -> None:
