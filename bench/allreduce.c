@@ -3,6 +3,8 @@
  *
  * Options and output follow OSU's osu_allreduce (-m [min:]max, -i, -x, -f, -T, -c; a
  * "# Size  Avg Latency(us)" table), so scripts written for OSU read it. Additions:
+ *   -m A,B,C               a list of sizes instead of a doubling range (one run for sizes far
+ *                          apart: a simulated 1023-rank job takes minutes just to start)
  *   --algorithms LIST|all  one column per algorithm; all of them are measured in the same run,
  *                          interleaved call by call, so machine noise hits every column alike
  *   --json                 one JSON document instead of the table
@@ -59,8 +61,12 @@ typedef struct {
     const char *mpi_name;
 } op_info;
 
+#define MAX_LISTED_SIZES 64
+
 typedef struct {
     long long min_size, max_size;
+    int nlisted;                            /* -m A,B,C: these sizes instead of doubling */
+    long long listed[MAX_LISTED_SIZES];
     int iterations, iterations_large, warmup, warmup_large;
     int full, validate, json, reduce;
     double time_limit;  /* seconds per message size, 0 = none */
@@ -125,7 +131,8 @@ static void usage(FILE *out)
     fputs("Usage: mpiopt-allreduce [options]\n"
           "osu_allreduce-compatible latency benchmark of MPI_Allreduce, for mpiopt's algorithms\n"
           "and the vendor's.\n\n"
-          "  -m, --message-size [MIN:]MAX  message sizes in bytes, doubling from MIN (default 1:1048576)\n"
+          "  -m, --message-size [MIN:]MAX  message sizes in bytes, doubling from MIN (default 1:1048576);\n"
+          "                                or an ascending list A,B,C\n"
           "  -i, --iterations N            timed iterations per size (default 1000, 100 above 8 KiB)\n"
           "  -x, --warmup N                untimed warm-up iterations (default 200, 10 above 8 KiB)\n"
           "      --iterations-large N      timed iterations above 8 KiB (after -i)\n"
@@ -161,8 +168,35 @@ static int parse_int(const char *s, long long lo, long long hi, long long *out)
     return 0;
 }
 
+/* -m A,B,C: ascending sizes */
+static int parse_size_list(const char *arg, options *o)
+{
+    char item[64];
+    o->nlisted = 0;
+    for (const char *s = arg; *s;) {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof item || o->nlisted == MAX_LISTED_SIZES)
+            return -1;
+        memcpy(item, s, len);
+        item[len] = 0;
+        long long v;
+        if (parse_int(item, 1, LLONG_MAX, &v) ||
+            (o->nlisted && v <= o->listed[o->nlisted - 1]))
+            return -1;
+        o->listed[o->nlisted++] = v;
+        s += len + (s[len] == ',');
+    }
+    if (o->nlisted == 0)
+        return -1;
+    o->min_size = o->listed[0];
+    o->max_size = o->listed[o->nlisted - 1];
+    return 0;
+}
+
 static int parse_sizes(const char *arg, options *o)
 {
+    if (strchr(arg, ','))
+        return parse_size_list(arg, o);
     const char *colon = strchr(arg, ':');
     long long v;
     if (!colon)
@@ -273,7 +307,8 @@ static void parse_options(int argc, char **argv, options *o)
         switch (c) {
         case 'm':
             if (parse_sizes(optarg, o))
-                fail(1, "bad message size '%s' (expected [MIN:]MAX in bytes, MIN >= 1)", optarg);
+                fail(1, "bad message size '%s' (expected [MIN:]MAX in bytes, MIN >= 1, or an "
+                     "ascending list A,B,C)", optarg);
             break;
         case 'i':
             if (parse_int(optarg, 1, INT_MAX, &v))
@@ -702,7 +737,11 @@ int main(int argc, char **argv)
     column_result res[MAX_COLUMNS];
     int first = 1, failed_size = -1;
     char failed_algorithms[256] = "";
-    for (long long size = o.min_size; size <= o.max_size; size *= 2) {
+    for (int i = 0;; i++) {
+        long long size = o.nlisted ? (i < o.nlisted ? o.listed[i] : LLONG_MAX)
+                                   : (i < 62 ? o.min_size << i : LLONG_MAX);
+        if (size > o.max_size)
+            break;
         if (size / (long long)o.type->size == 0)
             continue;  /* as OSU: sizes below one element are skipped */
         int iterations = measure_size(&o, size, sendbuf, recvbuf, times, slowest, res);

@@ -47,11 +47,32 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 
 /* ---- the cost model (src/coll/cost_model.c), shared by `auto` selection and `mpiopt model` ----
  * Hockney/Rabenseifner model: a message of m bytes costs alpha + m*beta, reducing m bytes costs
- * m*gamma. */
+ * m*gamma.
+ *
+ * On a network where distance and link sharing matter (a torus, a fat-tree), one alpha and beta
+ * for every message misprices the algorithms: recursive doubling sends its whole vector to the
+ * farthest partners, Rabenseifner only small pieces. mpiopt-exchange (bench/exchange.c) measures
+ * the patterns the algorithms are made of on a communicator of `exchange_ranks` processes; for
+ * that size the model prices each step with its own pattern. */
+#define MPIOPT_COST_MAX_STEPS 30
+
+typedef struct {
+    double alpha;   /* seconds per message, with every process of the pattern sending at once */
+    double beta;    /* seconds per byte */
+} mpiopt_link_cost;
+
 typedef struct {
     double alpha;   /* seconds per message (latency) */
     double beta;    /* seconds per byte sent */
     double gamma;   /* seconds per byte reduced */
+    /* Measured patterns (all zero: none). For exchange_ranks processes: */
+    int exchange_ranks;
+    int exchange_steps;                             /* floor(log2 exchange_ranks) */
+    mpiopt_link_cost step[MPIOPT_COST_MAX_STEPS];   /* folded-group member g with g XOR 2^k */
+    mpiopt_link_cost fold;                          /* rank 2i to 2i+1, the surplus fold */
+    mpiopt_link_cost ring;                          /* rank r to r+1 */
+    double doubling_latency;          /* steps 0 … L-1 in sequence, smallest message */
+    double halving_doubling_latency;  /* steps 0 … L-1, then L-1 … 0 */
 } mpiopt_cost_params;
 
 /* Predicted seconds for one MPI_Allreduce (is_reduce = 0) or MPI_Reduce (is_reduce = 1) of

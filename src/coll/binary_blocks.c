@@ -14,7 +14,9 @@
  *   reduce:    the allgather replaced by a gather in the biggest block (+ alpha + n*beta when
  *              the root is outside it).
  *
- * Every range is reduced by one process and then copied, so all ranks get identical bits. */
+ * Every range is reduced by one process and then copied, so all ranks get identical bits. The
+ * input is copied into buf first (c->src is not read): a block of one process has no halving
+ * step that could read it where it is, and sends buf on as it is. */
 #include <stdlib.h>
 #include "coll.h"
 
@@ -103,7 +105,7 @@ static int reduce_to_biggest(const mpiopt_coll *c, blocks *b, void *buf, size_t 
     void *tmp = mpiopt_coll_scratch(c, count);
     if (!tmp)
         return MPI_ERR_NO_MEM;
-    int rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, b->rank_of, b->levels, b->g);
+    int rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, buf, b->rank_of, b->levels, b->g);
     if (rc == MPI_SUCCESS)
         rc = to_biggest(c, b, buf, tmp, count);
     free(tmp);

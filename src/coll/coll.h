@@ -1,8 +1,10 @@
 /* Internal interface of the collective algorithms (src/coll/).
  *
  * Layers: allreduce.c / reduce.c check arguments and hand over to the algorithm select.c names;
- * each algorithm file works in place on a contiguous buffer through an mpiopt_coll context, using
- * only PMPI point-to-point calls on a private communicator and the reduction helpers below.
+ * each algorithm file works on a contiguous buffer through an mpiopt_coll context, using only
+ * PMPI point-to-point calls on a private communicator and the reduction helpers below. The result
+ * lands in the buffer; this rank's contribution is either in it already or, for the algorithms
+ * that read it where the caller left it, in c->src.
  * Nothing here knows about LD_PRELOAD (src/interpose/) or kernel internals (src/kernels/). */
 #ifndef MPIOPT_COLL_H
 #define MPIOPT_COLL_H
@@ -21,10 +23,20 @@ typedef struct {
     int commutative;
     int has_kernel;
     mpiopt_op_kernel kernel;
+    /* This rank's contribution where the caller left it (the sendbuf: read, never written), or
+     * NULL when it is already in the algorithm's buffer (MPI_IN_PLACE, or copied there by
+     * mpiopt_coll_take_input). Reading it in place of a copy saves n bytes read + written; the
+     * algorithms that do start from it and keep track of where their own data is afterwards. */
+    const void *src;
 } mpiopt_coll;
 
-/* Fills *c for a call on the user's communicator; returns an MPI error code. */
+/* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A
+ * communicator of one process gets no private duplicate: nothing is ever sent on it. */
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op);
+
+/* For algorithms that work in place from the start: copies the count elements at c->src (if any)
+ * into buf and sets c->src to NULL. */
+void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
 /* The private duplicate of a user communicator, created on first use and freed with it. */
 int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm);
@@ -40,6 +52,17 @@ int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, s
 /* inout[0..n) = inout[0..n) op in[0..n): `inout` is the left operand; `in` may be overwritten
  * (it is scratch: non-commutative user ops need it to compute the result out of place). */
 int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t n);
+/* out[0..n) = left[0..n) op right[0..n) (left: lower ranks), with the kernel's 3-buffer form: no
+ * copy of an operand. out may be the same buffer as right (then it is reduce_left) or as left
+ * (commutative ops: reduce_left with the operands swapped, as reduce_right does; otherwise a
+ * temporary copy of right), but must not partly overlap either. */
+int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *right, void *out,
+                        size_t n);
+/* buf[0..n) = mine op theirs (mine_left) or theirs op mine, where `theirs` is a partner's data in
+ * scratch (may be overwritten) and `mine` this rank's data: buf itself, or c->src (then buf is
+ * only written). */
+int mpiopt_coll_reduce_mine(const mpiopt_coll *c, const void *mine, void *theirs, void *buf,
+                            size_t n, int mine_left);
 
 /* Element range [lo, hi) of a count-element buffer owned by `path` after `levels` steps of
  * recursive halving: bit i of path picks the upper (1) or lower (0) half at step i. Halving in
@@ -50,10 +73,12 @@ void mpiopt_halving_range(size_t count, unsigned path, int levels, size_t *lo, s
 /* ---- phases on a group of 2^levels processes (group rank g = rank_of[g] in c->comm) ---- */
 
 /* Reduce-scatter by recursive halving: afterwards group member g holds, in
- * buf[mpiopt_halving_range(count, g, levels)], the rank-ordered reduction of all members' buffers
- * over that range. tmp: count elements of scratch. */
+ * buf[mpiopt_halving_range(count, g, levels)], the rank-ordered reduction of all members' data
+ * over that range. `mine`: where this member's data is, buf or c->src (the first step then sends
+ * from it and reduces it straight into buf; the rest of buf is left for the allgather or gather
+ * to fill). tmp: count elements of scratch. */
 int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
-                                  const int *rank_of, int levels, int g);
+                                  const void *mine, const int *rank_of, int levels, int g);
 /* Allgather by recursive doubling: the inverse of the reduce-scatter above. */
 int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
                               int levels, int g);
@@ -62,21 +87,23 @@ int mpiopt_gather_halving(const mpiopt_coll *c, void *buf, size_t count, const i
                           int levels, int g, int dst);
 
 /* The power-of-two fold used by recursive doubling and Rabenseifner for any p: the first
- * 2*(p - p2) ranks pair up (2i, 2i+1); the even one sends its buffer to the odd one, which reduces
- * (even op odd) and takes part as group member i; the others are members rank - (p - p2).
- * Sets *g to the group rank, or -1 for ranks that sit out; rank_of (p2 entries) maps back. */
-int mpiopt_fold_in(const mpiopt_coll *c, void *buf, void *tmp, size_t count, int *rank_of,
-                   int *levels, int *g);
-/* Gives the ranks that sat out the result of their odd partner. */
-int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count);
-
-/* A fold with its scratch: mpiopt_fold_begin allocates a count-element receive buffer and the
- * rank map, then folds in; mpiopt_fold_end frees them (also after a failed begin). */
+ * 2*(p - p2) ranks pair up (2i, 2i+1); the even one sends its data (from c->src when set) to the
+ * odd one, which reduces (even op odd) into buf and takes part as group member i; the others are
+ * members rank - (p - p2). f->tmp (count elements) and f->rank_of (p entries) must be allocated;
+ * sets f->g to the group rank, or -1 for ranks that sit out, f->rank_of (p2 entries) to map back,
+ * and f->mine to where this rank's (folded) data now is: c->src, or buf once the fold wrote it. */
 typedef struct {
     void *tmp;
     int *rank_of;
     int levels, g;
+    const void *mine;
 } mpiopt_fold;
+int mpiopt_fold_in(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f);
+/* Gives the ranks that sat out the result of their odd partner. */
+int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count);
+
+/* A fold with its scratch: mpiopt_fold_begin allocates f->tmp and f->rank_of, then folds in;
+ * mpiopt_fold_end frees them (also after a failed begin). */
 int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f);
 void mpiopt_fold_end(mpiopt_fold *f);
 
@@ -86,7 +113,9 @@ void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count);
 int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to);
 
 /* Ring phases over all ranks of c->comm (commutative ops only: each block is reduced in a rotated
- * rank order). After the reduce-scatter, rank r holds block (r + 1) % p of mpiopt_ring_block. */
+ * rank order). After the reduce-scatter, rank r holds block (r + 1) % p of mpiopt_ring_block; it
+ * reads this rank's data from c->src when set, and then block r of buf is left unwritten (the
+ * allgather fills it). */
 void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi);
 int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count);
 int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count);
@@ -94,7 +123,8 @@ int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count);
 /* Binomial broadcast of count elements from rank root. */
 int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int root);
 
-/* ---- the algorithms: buf holds this rank's contribution and receives the result ---- */
+/* ---- the algorithms: buf receives the result. recursive_doubling, ring and rabenseifner read
+ * this rank's contribution from c->src when it is set; the others need it in buf (c->src NULL). */
 int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count);
 int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count);
 int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count);

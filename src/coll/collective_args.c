@@ -55,3 +55,14 @@ int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
 #endif
     return 0;
 }
+
+int mpiopt_vendor_allreduce_ranks_differ(MPI_Datatype datatype, MPI_Op op)
+{
+#if defined(MPICH_VERSION)
+    if (op == MPI_MAX || op == MPI_MIN)
+        return datatype == MPI_FLOAT || datatype == MPI_DOUBLE || datatype == MPI_LONG_DOUBLE ||
+               datatype == MPI_REAL || datatype == MPI_DOUBLE_PRECISION ||
+               datatype == MPI_REAL4 || datatype == MPI_REAL8;
+#endif
+    return 0;
+}

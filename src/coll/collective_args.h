@@ -18,5 +18,10 @@ int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *
  * avx component saturates 8- and 16-bit integer sums and compares MPI_UNSIGNED_LONG as signed;
  * MPICH 4.0.2 compares unsigned integers as signed in MAX / MIN): `auto` then avoids the vendor. */
 int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op);
+/* 1 where the vendor's MPI_Allreduce may give different ranks different bits: MPICH 4.0.2's
+ * recursive doubling lets the two partners of a step apply a commutative op in opposite orders,
+ * and floating-point MAX / MIN of +0.0 and -0.0 then depends on the order (tests/c/coll_check.c,
+ * "double MAX signed zeros"). */
+int mpiopt_vendor_allreduce_ranks_differ(MPI_Datatype datatype, MPI_Op op);
 
 #endif

@@ -1,5 +1,6 @@
-/* What every algorithm shares: the private communicator, the call context and the two ways of
- * applying the op (with the left operand in place or on the right). */
+/* What every algorithm shares: the private communicator, the call context, and the ways of
+ * applying the op: in place with the left or the right operand in the result buffer, or into a
+ * third buffer (so that the caller's input is read where it is instead of copied first). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +56,13 @@ int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm)
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)
 {
     memset(c, 0, sizeof *c);
-    int rc = mpiopt_private_comm(user_comm, &c->comm);
+    int rc = PMPI_Comm_size(user_comm, &c->size);
     if (rc != MPI_SUCCESS)
         return rc;
+    c->comm = user_comm;
+    if (c->size > 1 && (rc = mpiopt_private_comm(user_comm, &c->comm)) != MPI_SUCCESS)
+        return rc;
     PMPI_Comm_rank(c->comm, &c->rank);
-    PMPI_Comm_size(c->comm, &c->size);
     MPI_Aint lb, extent;
     PMPI_Type_get_extent(datatype, &lb, &extent);
     c->extent = (size_t)extent;
@@ -68,6 +71,13 @@ int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, 
     PMPI_Op_commutative(op, &c->commutative);
     c->has_kernel = mpiopt_find_kernel(datatype, op, &c->kernel);
     return MPI_SUCCESS;
+}
+
+void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count)
+{
+    if (c->src && c->src != buf && count > 0)
+        memcpy(buf, c->src, count * c->extent);
+    c->src = NULL;
 }
 
 int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, size_t n)
@@ -93,6 +103,44 @@ int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t
     if (rc == MPI_SUCCESS)
         memcpy(inout, in, n * c->extent);
     return rc;
+}
+
+int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *right, void *out,
+                        size_t n)
+{
+    if (n == 0)
+        return MPI_SUCCESS;
+    if (out == right)
+        return mpiopt_coll_reduce_left(c, left, out, n);
+    if (out == left) {
+        if (c->commutative)
+            return mpiopt_coll_reduce_left(c, right, out, n);
+        void *copy = mpiopt_coll_scratch(c, n);
+        if (!copy)
+            return MPI_ERR_NO_MEM;
+        memcpy(copy, right, n * c->extent);
+        int rc = mpiopt_coll_reduce_right(c, out, copy, n);
+        free(copy);
+        return rc;
+    }
+    if (c->has_kernel && c->kernel.k3) {
+        mpiopt_run3(c->kernel.k3, left, right, out, n, c->kernel.elem_size);
+        return MPI_SUCCESS;
+    }
+    /* MPI_Reduce_local has no 3-buffer form: user ops (and types without a kernel) pay the copy
+     * the kernel path saves */
+    memcpy(out, right, n * c->extent);
+    return PMPI_Reduce_local(left, out, (int)n, c->datatype, c->op);
+}
+
+int mpiopt_coll_reduce_mine(const mpiopt_coll *c, const void *mine, void *theirs, void *buf,
+                            size_t n, int mine_left)
+{
+    if (!mine_left)
+        return mpiopt_coll_reduce3(c, theirs, mine, buf, n);
+    if (mine == buf)    /* theirs is scratch: no temporary for a non-commutative op */
+        return mpiopt_coll_reduce_right(c, buf, theirs, n);
+    return mpiopt_coll_reduce3(c, mine, theirs, buf, n);
 }
 
 void mpiopt_halving_range(size_t count, unsigned path, int levels, size_t *lo, size_t *hi)

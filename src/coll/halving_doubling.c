@@ -8,8 +8,14 @@
  *
  * Halving starts with the nearest partner (distance 1, 2, 4, …): after step i a process holds
  * the reduction over 2^(i+1) consecutive group members, lower members on the left, so the result
- * is in rank order and non-commutative ops are safe. */
+ * is in rank order and non-commutative ops are safe.
+ *
+ * The fold and the first halving step read this rank's data where the caller left it (c->src)
+ * and reduce it straight into buf with the 3-buffer kernel, so an allreduce needs no up-front
+ * copy of its input into the result buffer (n bytes read + written, which the terms above do
+ * not count). */
 #include <stdlib.h>
+#include <string.h>
 #include "coll.h"
 
 static int sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int peer, void *rbuf,
@@ -20,26 +26,24 @@ static int sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int peer,
 }
 
 int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
-                                  const int *rank_of, int levels, int g)
+                                  const void *mine, const int *rank_of, int levels, int g)
 {
     size_t lo = 0, hi = count;
-    for (int i = 0; i < levels; i++) {
+    if (levels == 0 && mine != buf && count > 0)    /* a group of one: the range is all of it */
+        memcpy(buf, mine, count * c->extent);
+    for (int i = 0; i < levels; i++, mine = buf) {
         int partner = g ^ (1 << i);
         size_t mid = lo + (hi - lo) / 2;
         int upper = (g >> i) & 1;
         size_t keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
         size_t send_lo = upper ? lo : mid, send_hi = upper ? mid : hi;
         size_t keep_n = keep_hi - keep_lo;
-        int rc = sendrecv(c, mpiopt_at(c, buf, send_lo), send_hi - send_lo, rank_of[partner],
+        int rc = sendrecv(c, mpiopt_at(c, mine, send_lo), send_hi - send_lo, rank_of[partner],
                           mpiopt_at(c, tmp, keep_lo), keep_n);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (partner < g)
-            rc = mpiopt_coll_reduce_left(c, mpiopt_at(c, tmp, keep_lo), mpiopt_at(c, buf, keep_lo),
-                                         keep_n);
-        else
-            rc = mpiopt_coll_reduce_right(c, mpiopt_at(c, buf, keep_lo), mpiopt_at(c, tmp, keep_lo),
-                                          keep_n);
+        rc = mpiopt_coll_reduce_mine(c, mpiopt_at(c, mine, keep_lo), mpiopt_at(c, tmp, keep_lo),
+                                     mpiopt_at(c, buf, keep_lo), keep_n, partner > g);
         if (rc != MPI_SUCCESS)
             return rc;
         lo = keep_lo;
@@ -86,27 +90,30 @@ int mpiopt_gather_halving(const mpiopt_coll *c, void *buf, size_t count, const i
     return MPI_SUCCESS;
 }
 
-int mpiopt_fold_in(const mpiopt_coll *c, void *buf, void *tmp, size_t count, int *rank_of,
-                   int *levels, int *g)
+int mpiopt_fold_in(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f)
 {
-    int p2 = mpiopt_pow2_floor(c->size, levels);
+    int p2 = mpiopt_pow2_floor(c->size, &f->levels);
     int surplus = c->size - p2;
     for (int m = 0; m < p2; m++)
-        rank_of[m] = m < surplus ? 2 * m + 1 : m + surplus;
+        f->rank_of[m] = m < surplus ? 2 * m + 1 : m + surplus;
+    f->mine = c->src ? c->src : buf;
     if (c->rank >= 2 * surplus) {
-        *g = c->rank - surplus;
+        f->g = c->rank - surplus;
         return MPI_SUCCESS;
     }
     if (c->rank % 2 == 0) {
-        *g = -1;
-        return PMPI_Send(buf, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm);
-    }
-    *g = c->rank / 2;
-    int rc = PMPI_Recv(tmp, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm,
-                       MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS)
+        f->g = -1;
+        int rc = PMPI_Send(f->mine, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm);
+        f->mine = buf;  /* sits out: fold_out brings the result into buf */
         return rc;
-    return mpiopt_coll_reduce_left(c, tmp, buf, count);
+    }
+    f->g = c->rank / 2;
+    int rc = PMPI_Recv(f->tmp, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm,
+                       MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_coll_reduce_mine(c, f->mine, f->tmp, buf, count, 0);
+    f->mine = buf;
+    return rc;
 }
 
 int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count)
@@ -122,11 +129,14 @@ int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count)
 
 int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f)
 {
+    f->g = -1;
+    f->levels = 0;
+    f->mine = buf;
     f->tmp = mpiopt_coll_scratch(c, count);
     f->rank_of = malloc(sizeof(int) * (size_t)c->size);
     if (!f->tmp || !f->rank_of)
         return MPI_ERR_NO_MEM;
-    return mpiopt_fold_in(c, buf, f->tmp, count, f->rank_of, &f->levels, &f->g);
+    return mpiopt_fold_in(c, buf, count, f);
 }
 
 void mpiopt_fold_end(mpiopt_fold *f)

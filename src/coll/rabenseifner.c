@@ -7,7 +7,9 @@
  *   reduce:    the same, the allgather replaced by a gather to the root (the fold-out becomes
  *              one send to the root when it sat out): same terms, one alpha + n*beta less.
  *
- * Rank order is kept (see halving_doubling.c), so it also serves non-commutative ops. */
+ * Rank order is kept (see halving_doubling.c), so it also serves non-commutative ops. The
+ * allreduce reads its input from the caller's sendbuf (c->src) in the fold and the first halving
+ * step: no up-front copy into the result buffer. */
 #include "coll.h"
 
 int mpiopt_allreduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count)
@@ -15,7 +17,8 @@ int mpiopt_allreduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count)
     mpiopt_fold f;
     int rc = mpiopt_fold_begin(c, buf, count, &f);
     if (rc == MPI_SUCCESS && f.g >= 0) {
-        rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.rank_of, f.levels, f.g);
+        rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.mine, f.rank_of, f.levels,
+                                           f.g);
         if (rc == MPI_SUCCESS)
             rc = mpiopt_allgather_doubling(c, buf, count, f.rank_of, f.levels, f.g);
     }
@@ -36,7 +39,8 @@ int mpiopt_reduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count, in
         int via = (root < 2 * surplus && root % 2 == 0) ? root + 1 : root;
         int dst = via < 2 * surplus ? via / 2 : via - surplus;
         if (f.g >= 0) {
-            rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.rank_of, f.levels, f.g);
+            rc = mpiopt_reduce_scatter_halving(c, buf, f.tmp, count, f.mine, f.rank_of,
+                                               f.levels, f.g);
             if (rc == MPI_SUCCESS)
                 rc = mpiopt_gather_halving(c, buf, count, f.rank_of, f.levels, f.g, dst);
         }

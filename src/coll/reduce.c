@@ -1,7 +1,7 @@
 /* mpiopt_reduce: argument handling, then the algorithm select.c names. Non-root ranks reduce in a
- * scratch copy of their sendbuf; the root in its recvbuf. */
+ * scratch copy of their sendbuf; the root in its recvbuf (a copy of its sendbuf first, unless in
+ * place): the reduce algorithms all start in place. */
 #include <stdlib.h>
-#include <string.h>
 #include "coll.h"
 #include "collective_args.h"
 
@@ -69,21 +69,17 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     if (count == 0)
         return MPI_SUCCESS;
-    MPI_Aint lb, extent;
-    PMPI_Type_get_extent(datatype, &lb, &extent);
-    size_t nbytes = (size_t)count * (size_t)extent;
+    mpiopt_coll c;
+    int rc = mpiopt_coll_init(&c, comm, datatype, op);
+    if (rc != MPI_SUCCESS)
+        return rc;
     void *buf = recvbuf;
-    if (rank != root && !(buf = malloc(nbytes)))
+    if (rank != root && !(buf = mpiopt_coll_scratch(&c, (size_t)count)))
         return MPI_ERR_NO_MEM;
-    if (sendbuf != MPI_IN_PLACE)
-        memcpy(buf, sendbuf, nbytes);
-    int rc = MPI_SUCCESS;
-    if (p > 1) {
-        mpiopt_coll c;
-        rc = mpiopt_coll_init(&c, comm, datatype, op);
-        if (rc == MPI_SUCCESS)
-            rc = run(&c, buf, (size_t)count, root);
-    }
+    c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
+    mpiopt_coll_take_input(&c, buf, (size_t)count);
+    if (p > 1)
+        rc = run(&c, buf, (size_t)count, root);
     if (buf != recvbuf)
         free(buf);
     return rc;

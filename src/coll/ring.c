@@ -8,7 +8,12 @@
  *   reduce:         2*(p-1)*alpha + 2*(p-1)/p*n*beta + (p-1)/p*n*gamma   (the gather is linear)
  *
  * Large blocks are sent in segments so that reducing one segment overlaps receiving the next.
- * Each block is reduced in a rotated rank order: commutative ops only. */
+ * Each block is reduced in a rotated rank order: commutative ops only.
+ *
+ * In the reduce-scatter a rank reduces each block but its own exactly once, so it reads its input
+ * where the caller left it (c->src): the first send comes from there, and each received block is
+ * reduced with it straight into buf (3-buffer kernel). The allreduce thus needs no up-front copy
+ * of its input (n bytes read + written); the allgather fills the rest of buf. */
 #include <stdlib.h>
 #include "coll.h"
 
@@ -35,6 +40,9 @@ int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)max_segs);
     if (!reqs)
         return MPI_ERR_NO_MEM;
+    /* this rank's data: block r is only ever sent (at step 0), every other block is reduced
+     * once, into buf, and sent on from there */
+    const void *mine = c->src ? c->src : buf;
     for (int s = 0; rc == MPI_SUCCESS && s < p - 1; s++) {
         size_t slo, shi, rlo, rhi;
         mpiopt_ring_block(count, p, (r - s + p) % p, &slo, &shi);
@@ -47,8 +55,8 @@ int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_
         }
         for (size_t lo = slo; lo < shi; lo += seg) {
             size_t n = shi - lo < seg ? shi - lo : seg;
-            PMPI_Isend(mpiopt_at(c, buf, lo), (int)n, c->datatype, right, MPIOPT_TAG, c->comm,
-                       &reqs[max_segs + nsend++]);
+            PMPI_Isend(mpiopt_at(c, s == 0 ? mine : buf, lo), (int)n, c->datatype, right,
+                       MPIOPT_TAG, c->comm, &reqs[max_segs + nsend++]);
         }
         /* segments of one sender arrive in order: reduce each as soon as it is in */
         int i = 0;
@@ -56,7 +64,8 @@ int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_
             size_t n = rhi - lo < seg ? rhi - lo : seg;
             rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
             if (rc == MPI_SUCCESS)
-                rc = mpiopt_coll_reduce_left(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, buf, lo), n);
+                rc = mpiopt_coll_reduce3(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, mine, lo),
+                                         mpiopt_at(c, buf, lo), n);
         }
         if (rc == MPI_SUCCESS && nsend)
             rc = PMPI_Waitall(nsend, &reqs[max_segs], MPI_STATUSES_IGNORE);

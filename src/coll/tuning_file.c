@@ -1,6 +1,8 @@
 /* A reader for the tuning file, small on purpose: the file has one fixed shape
- *   {"version": 1, "flavour": "...", "model": {"alpha": .., "beta": .., "gamma": ..},
+ *   {"version": 1, "flavour": "...", "model": {"alpha": .., "beta": .., "gamma": ..,
+ *                                              "exchange": {"ranks": P, "patterns": [...]}},
  *    "allreduce": [{"ranks": P, "max_bytes": B, "algorithm": "NAME"}, ...], "reduce": [...]}
+ * ("exchange", optional, is what mpiopt-exchange --json prints)
  * so a recursive-descent walk over JSON values that picks those keys is enough; unknown keys are
  * skipped, so newer writers can add fields. */
 #include <ctype.h>
@@ -91,7 +93,34 @@ static int parse_object(parser *p, int (*on_key)(parser *, const char *, void *)
     }
 }
 
+/* Calls on_item(ctx) for each element; on_item must consume the element. */
+static int parse_array(parser *p, int (*on_item)(parser *, void *), void *ctx)
+{
+    if (expect(p, '['))
+        return -1;
+    skip_ws(p);
+    if (*p->s == ']') {
+        p->s++;
+        return 0;
+    }
+    for (;;) {
+        if (on_item(p, ctx))
+            return -1;
+        skip_ws(p);
+        if (*p->s == ',') {
+            p->s++;
+            continue;
+        }
+        return expect(p, ']');
+    }
+}
+
 static int skip_key(parser *p, const char *key, void *ctx)
+{
+    return skip_value(p);
+}
+
+static int skip_item(parser *p, void *ctx)
 {
     return skip_value(p);
 }
@@ -105,22 +134,7 @@ static int skip_value(parser *p)
     case '{':
         return parse_object(p, skip_key, NULL);
     case '[':
-        p->s++;
-        skip_ws(p);
-        if (*p->s == ']') {
-            p->s++;
-            return 0;
-        }
-        for (;;) {
-            if (skip_value(p))
-                return -1;
-            skip_ws(p);
-            if (*p->s == ',') {
-                p->s++;
-                continue;
-            }
-            return expect(p, ']');
-        }
+        return parse_array(p, skip_item, NULL);
     case '"':
         return parse_string(p, buf, sizeof buf);
     case 't':
@@ -134,9 +148,87 @@ static int skip_value(parser *p)
     }
 }
 
+/* One entry of "patterns" as mpiopt-exchange prints it. */
+typedef struct {
+    char name[32];
+    double distance, alpha, beta;
+} pattern_entry;
+
+static int pattern_key(parser *p, const char *key, void *ctx)
+{
+    pattern_entry *e = ctx;
+    if (!strcmp(key, "pattern"))
+        return parse_string(p, e->name, sizeof e->name);
+    double *field = !strcmp(key, "distance") ? &e->distance
+                    : !strcmp(key, "alpha") ? &e->alpha
+                    : !strcmp(key, "beta") ? &e->beta : NULL;
+    return field ? parse_number(p, field) : skip_value(p);
+}
+
+static int pattern_item(parser *p, void *ctx)
+{
+    mpiopt_cost_params *m = ctx;
+    pattern_entry e = {"", 0, -1, -1};
+    if (parse_object(p, pattern_key, &e))
+        return -1;
+    if (e.alpha < 0 || e.beta < 0) {
+        p->err = "a pattern needs alpha >= 0 and beta >= 0";
+        return -1;
+    }
+    mpiopt_link_cost l = {e.alpha, e.beta};
+    if (!strcmp(e.name, "step")) {
+        int k = 0;
+        while (k < MPIOPT_COST_MAX_STEPS && (double)(1 << k) < e.distance)
+            k++;
+        if (k == MPIOPT_COST_MAX_STEPS || (double)(1 << k) != e.distance) {
+            p->err = "a step pattern's distance must be a power of two";
+            return -1;
+        }
+        m->step[k] = l;
+        if (k + 1 > m->exchange_steps)
+            m->exchange_steps = k + 1;
+    } else if (!strcmp(e.name, "fold")) {
+        m->fold = l;
+    } else if (!strcmp(e.name, "ring")) {
+        m->ring = l;
+    } else if (!strcmp(e.name, "doubling")) {
+        m->doubling_latency = e.alpha;
+    } else if (!strcmp(e.name, "halving_doubling")) {
+        m->halving_doubling_latency = e.alpha;
+    }
+    return 0;    /* patterns this library does not price are skipped */
+}
+
+static int exchange_key(parser *p, const char *key, void *ctx)
+{
+    mpiopt_cost_params *m = ctx;
+    if (!strcmp(key, "ranks")) {
+        double v;
+        if (parse_number(p, &v))
+            return -1;
+        m->exchange_ranks = (int)v;
+        return 0;
+    }
+    if (!strcmp(key, "patterns"))
+        return parse_array(p, pattern_item, m);
+    return skip_value(p);
+}
+
 static int model_key(parser *p, const char *key, void *ctx)
 {
     mpiopt_cost_params *m = ctx;
+    if (!strcmp(key, "exchange")) {
+        /* replaces any earlier measurements */
+        mpiopt_cost_params fresh = {.alpha = m->alpha, .beta = m->beta, .gamma = m->gamma};
+        *m = fresh;
+        if (parse_object(p, exchange_key, m))
+            return -1;
+        if (m->exchange_ranks < 2 || m->exchange_steps < 1) {
+            p->err = "\"exchange\" needs ranks >= 2 and step patterns";
+            return -1;
+        }
+        return 0;
+    }
     double *field = !strcmp(key, "alpha") ? &m->alpha
                     : !strcmp(key, "beta") ? &m->beta
                     : !strcmp(key, "gamma") ? &m->gamma : NULL;
@@ -178,36 +270,34 @@ static int row_key(parser *p, const char *key, void *ctx)
     return skip_value(p);
 }
 
+typedef struct {
+    mpiopt_tuning *t;
+    int which;
+} rows_ctx;
+
+static int row_item(parser *p, void *ctx)
+{
+    rows_ctx *rc = ctx;
+    mpiopt_tuning_row r = {0, -1, (mpiopt_algorithm)-1};
+    if (parse_object(p, row_key, &r))
+        return -1;
+    if (r.ranks < 1 || r.max_bytes < 0 || (int)r.algorithm < 0) {
+        p->err = "a row needs ranks >= 1, max_bytes >= 0 and algorithm";
+        return -1;
+    }
+    if (rc->t->nrows[rc->which] == MPIOPT_TUNING_MAX_ROWS) {
+        p->err = "too many rows";
+        return -1;
+    }
+    rc->t->rows[rc->which][rc->t->nrows[rc->which]++] = r;
+    return 0;
+}
+
 static int parse_rows(parser *p, mpiopt_tuning *t, int which)
 {
-    if (expect(p, '['))
-        return -1;
+    rows_ctx rc = {t, which};
     t->nrows[which] = 0;
-    skip_ws(p);
-    if (*p->s == ']') {
-        p->s++;
-        return 0;
-    }
-    for (;;) {
-        mpiopt_tuning_row r = {0, -1, (mpiopt_algorithm)-1};
-        if (parse_object(p, row_key, &r))
-            return -1;
-        if (r.ranks < 1 || r.max_bytes < 0 || (int)r.algorithm < 0) {
-            p->err = "a row needs ranks >= 1, max_bytes >= 0 and algorithm";
-            return -1;
-        }
-        if (t->nrows[which] == MPIOPT_TUNING_MAX_ROWS) {
-            p->err = "too many rows";
-            return -1;
-        }
-        t->rows[which][t->nrows[which]++] = r;
-        skip_ws(p);
-        if (*p->s == ',') {
-            p->s++;
-            continue;
-        }
-        return expect(p, ']');
-    }
+    return parse_array(p, row_item, &rc);
 }
 
 static int top_key(parser *p, const char *key, void *ctx)

@@ -6,7 +6,8 @@
  * every order of reduction gives exactly the same value (small integers and dyadic fractions in
  * floating point), except one case with inexact doubles that checks only that all ranks get the
  * same bits and that the value is close. Allreduce results are also hashed and compared across
- * ranks, bit for bit.
+ * ranks, bit for bit. The sendbuf of every call not in place (allreduce, and reduce on every
+ * rank) must come back bitwise unchanged.
  *
  *   test-coll_check [--algorithms auto,vendor,…] [--counts 0,1,…] [--roots all|ends|last]
  *                   [--cases all|quick|minimal] [--big-cases all|quick|minimal]
@@ -64,6 +65,10 @@ static void gen_dbl_prod(void *b, int r, size_t n)
 { double *x = b; for (size_t i = 0; i < n; i++) { unsigned h = H(r, i) % 5; x[i] = h == 0 ? 2.0 : h == 1 ? -1.0 : h == 2 ? 0.5 : h == 3 ? -0.25 : 1.0; } }
 static void gen_dbl_any(void *b, int r, size_t n)
 { double *x = b; for (size_t i = 0; i < n; i++) x[i] = sin(r * 1.37 + (double)i * 0.71) * 1e3 / (1 + r); }
+/* zeros of random sign: max(+0, -0) is +0 or -0 depending on the operand order, so only an
+ * allreduce whose ranks all apply the op the same way gives every rank the same bits */
+static void gen_dbl_zeros(void *b, int r, size_t n)
+{ double *x = b; for (size_t i = 0; i < n; i++) x[i] = H(r, i) % 2 ? -0.0 : 0.0; }
 static void gen_cf_small(void *b, int r, size_t n)
 { float complex *x = b; for (size_t i = 0; i < n; i++) x[i] = CMPLXF((float)(H(r, i) % 64) - 32, (float)(H(r, i + 7) % 64) - 32); }
 static void gen_cf_prod(void *b, int r, size_t n)
@@ -174,6 +179,10 @@ static void setup_cases(void)
     add("double PROD", MPI_DOUBLE, MPI_PROD, 8, 8, 1, 0, gen_dbl_prod, ref_dbl_prod);
     add("double MAX", MPI_DOUBLE, MPI_MAX, 8, 8, 1, 0, gen_dbl_any, ref_dbl_max);
     add("double SUM inexact", MPI_DOUBLE, MPI_SUM, 8, 8, 0, 2, gen_dbl_any, ref_dbl_sum);
+    add("double MAX signed zeros", MPI_DOUBLE, MPI_MAX, 8, 8, 0, 2, gen_dbl_zeros, ref_dbl_max);
+#ifdef MPICH_VERSION
+    cases[ncases - 1].vendor_bug = 1;   /* MPICH's own allreduce: ranks differ in zero's sign */
+#endif
     add("float complex SUM", MPI_C_FLOAT_COMPLEX, MPI_SUM, 8, 8, 2, 0, gen_cf_small, ref_cf_sum);
     add("float complex PROD", MPI_C_FLOAT_COMPLEX, MPI_PROD, 8, 8, 2, 1, gen_cf_prod, ref_cf_prod);
     add("int8 SUM", MPI_INT8_T, MPI_SUM, 1, 1, 1, 0, gen_i8, ref_i8_sum);
@@ -264,6 +273,23 @@ static void check_result(const char *what, const test_case *t, const char *alg, 
     }
 }
 
+/* The sendbuf of a call not in place must be bitwise what it was (padding bytes included):
+ * regenerates it into scratch and compares. */
+static void check_input_unchanged(const char *what, const test_case *t, const char *alg,
+                                  MPI_Comm comm, const char *comm_name, int count, int inplace,
+                                  int root, const void *in, void *scratch)
+{
+    int p;
+    char label[64];
+    MPI_Comm_size(comm, &p);
+    checks++;
+    t->gen(scratch, world_rank, (size_t)count);
+    if (memcmp(scratch, in, (size_t)count * t->extent)) {
+        snprintf(label, sizeof label, "%s (sendbuf modified)", what);
+        fail(label, t, alg, p, count, inplace, root, comm_name, "sendbuf changed");
+    }
+}
+
 /* Every rank must hold bitwise the same allreduce result: the hashes of one batch of results
  * (one per algorithm and in-place mode) are compared in one collective, to keep the number of
  * extra messages small on an oversubscribed machine. */
@@ -318,6 +344,9 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                 if (algs[ai] == MPIOPT_ALG_VENDOR && t->vendor_bug)
                     continue;
                 for (int inplace = 0; inplace < 2; inplace++) {
+                    /* not in place: `in` and `out` are separate allocations, and out starts as
+                     * garbage, so an algorithm that reads the sendbuf where it is must neither
+                     * write it nor count on the recvbuf holding a copy */
                     t->gen(in, world_rank, (size_t)count);
                     memset(out, 0x5a, bytes);
                     if (inplace)
@@ -327,6 +356,9 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                     check_result("allreduce", t, alg, comm, comm_name, count, inplace, -1, rc,
                                  out, want);
                     hashes[2 * ai + inplace] = fnv(t, out, (size_t)count);
+                    if (!inplace)
+                        check_input_unchanged("allreduce", t, alg, comm, comm_name, count, 0, -1,
+                                              in, tmp);
                 }
                 if (!do_reduce)
                     continue;
@@ -347,13 +379,9 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                                                (mpiopt_algorithm)algs[ai]);
                         check_result("reduce", t, alg, comm, comm_name, count, inplace, root, rc,
                                      rank == root ? out : NULL, want);
-                        /* the input of a non-root rank must be left alone */
-                        if (!here_in_place) {
-                            t->gen(tmp, world_rank, (size_t)count);
-                            if (memcmp(tmp, in, (size_t)count * t->extent))
-                                fail("reduce (sendbuf modified)", t, alg, p, count, inplace, root,
-                                     comm_name, "sendbuf changed");
-                        }
+                        if (!here_in_place)
+                            check_input_unchanged("reduce", t, alg, comm, comm_name, count,
+                                                  inplace, root, in, tmp);
                     }
                 }
             }

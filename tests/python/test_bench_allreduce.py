@@ -54,6 +54,17 @@ def test_osu_format_single_algorithm(flavour):
 
 
 @needs_build
+def test_a_list_of_sizes_measures_exactly_those():
+    flavour = FLAVOURS[0]
+    r = bench(flavour, 2, "-m", "8,24,4096", "-i", "2", "-x", "1", "-c")
+    assert r.returncode == 0, r.stderr
+    assert [int(row[0]) for row in table_rows(r.stdout)] == [8, 24, 4096]
+    for bad in ("8,8", "64,8", "8,,16", "8,x"):
+        r = bench(flavour, 1, "-m", bad)
+        assert r.returncode != 0 and "bad message size" in r.stderr, (bad, r.stderr)
+
+
+@needs_build
 def test_full_statistics_and_char_type():
     flavour = FLAVOURS[0]
     r = bench(flavour, 2, "-m", "1:4", "-i", "4", "-x", "0", "-f", "-T", "mpi_char")

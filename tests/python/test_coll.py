@@ -89,23 +89,29 @@ def test_env_forces_algorithm_and_verbose_names_it(flavour):
     assert len(lines) == len(set(lines))
 
 
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
-def test_tuning_file_rows_choose_the_algorithm(flavour):
+def run_with_tuning_file(flavour, p, content, options, **env):
+    """The checker with MPIOPT_TUNING_FILE holding `content` (a dict as JSON, or text)."""
     if flavour not in mpi.built_flavours():
         pytest.skip(f"{flavour} not built")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        f.write(content if isinstance(content, str) else json.dumps(content))
+    try:
+        return run_checker(flavour, p, options,
+                           env=dict(os.environ, MPIOPT_TUNING_FILE=f.name, **env))
+    finally:
+        os.unlink(f.name)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_tuning_file_rows_choose_the_algorithm(flavour):
     table = {"version": 1, "flavour": flavour,
              "model": {"alpha": 2e-6, "beta": 2e-10, "gamma": 1e-10},
              "allreduce": [{"ranks": 3, "max_bytes": 100, "algorithm": "binomial"},
                            {"ranks": 3, "max_bytes": 1099511627776, "algorithm": "binary_blocks"}],
              "reduce": [{"ranks": 3, "max_bytes": 1099511627776, "algorithm": "rabenseifner"}]}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(table, f)
-    try:
-        env = dict(os.environ, MPIOPT_TUNING_FILE=f.name, MPIOPT_VERBOSE="1")
-        r = run_checker(flavour, 3, ["--algorithms", "auto", "--cases", "minimal",
-                                     "--counts", "1,1000", "--comms", "world"], env=env)
-    finally:
-        os.unlink(f.name)
+    r = run_with_tuning_file(flavour, 3, table, ["--algorithms", "auto", "--cases", "minimal",
+                                                 "--counts", "1,1000", "--comms", "world"],
+                             MPIOPT_VERBOSE="1")
     assert r.returncode == 0, r.stderr[-2000:]
     lines = verbose_lines(r.stderr)
     assert any("allreduce p=3 bytes<=4:" in l and l.endswith("binomial") for l in lines), lines
@@ -116,17 +122,40 @@ def test_tuning_file_rows_choose_the_algorithm(flavour):
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_measured_patterns_in_the_tuning_file_change_the_choice(flavour):
+    """With one α and β for every message, recursive doubling wins 4000 bytes at p = 4; when
+    mpiopt-exchange measured that the distance-2 step (and the ring) share a slow link, the model
+    prices recursive doubling's whole vector over it and picks Rabenseifner, which sends a
+    quarter there. Measurements for another process count change nothing."""
+    def chosen(exchange):
+        model = {"alpha": 1e-6, "beta": 1e-10, "gamma": 0}
+        if exchange:
+            model["exchange"] = exchange
+        r = run_with_tuning_file(flavour, 4, {"version": 1, "model": model, "allreduce": []},
+                                 ["--algorithms", "auto", "--cases", "minimal", "--counts", "1000",
+                                  "--comms", "world", "--reduce", "0"], MPIOPT_VERBOSE="1")
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "warning" not in r.stderr
+        return {l.rsplit(": ", 1)[1] for l in verbose_lines(r.stderr)
+                if l.startswith("mpiopt: allreduce p=4 bytes<=4096")}
+
+    def measured(ranks):
+        fast, slow = {"alpha": 1e-6, "beta": 1e-10}, {"alpha": 1e-6, "beta": 1e-7}
+        return {"ranks": ranks, "patterns": [{"pattern": "step", "distance": 1, **fast},
+                                             {"pattern": "step", "distance": 2, **slow},
+                                             {"pattern": "ring", "distance": 0, **slow}]}
+
+    assert "recursive_doubling" in chosen(None)
+    assert "rabenseifner" in chosen(measured(4))
+    assert "rabenseifner" not in chosen(measured(8))
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_bad_tuning_file_warns_once_and_still_works(flavour):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        f.write('{"version": 1, "allreduce": [{"ranks": 2, "algorithm": "fastest"}]}')
-    try:
-        env = dict(os.environ, MPIOPT_TUNING_FILE=f.name, MPIOPT_ALLREDUCE="no_such")
-        r = run_checker(flavour, 2, ["--algorithms", "auto", "--cases", "minimal",
-                                     "--counts", "5", "--comms", "world"], env=env)
-    finally:
-        os.unlink(f.name)
+    r = run_with_tuning_file(flavour, 2,
+                             '{"version": 1, "allreduce": [{"ranks": 2, "algorithm": "fastest"}]}',
+                             ["--algorithms", "auto", "--cases", "minimal", "--counts", "5",
+                              "--comms", "world"], MPIOPT_ALLREDUCE="no_such")
     assert r.returncode == 0, r.stderr[-2000:]
     warnings = [l for l in r.stderr.splitlines() if "mpiopt: warning" in l]
     assert len(warnings) == 2, warnings

@@ -29,8 +29,40 @@ cluster), where reductions cost nothing (γ = 0) because the simulator does not 
 """
 
 
+MAX_STEPS = 30     # MPIOPT_COST_MAX_STEPS
+
+
+class _Link(ctypes.Structure):
+    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double)]
+
+
 class _Params(ctypes.Structure):
-    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("gamma", ctypes.c_double)]
+    """mpiopt_cost_params (include/mpiopt.h)."""
+    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("gamma", ctypes.c_double),
+                ("exchange_ranks", ctypes.c_int), ("exchange_steps", ctypes.c_int),
+                ("step", _Link * MAX_STEPS), ("fold", _Link), ("ring", _Link),
+                ("doubling_latency", ctypes.c_double),
+                ("halving_doubling_latency", ctypes.c_double)]
+
+
+def _params(alpha: float, beta: float, gamma: float, exchange: dict | None) -> _Params:
+    """The C parameters; `exchange` is mpiopt-exchange's JSON (measured patterns), or None."""
+    params = _Params(alpha, beta, gamma)
+    if not exchange:
+        return params
+    params.exchange_ranks = int(exchange["ranks"])
+    for pat in exchange["patterns"]:
+        link = _Link(float(pat["alpha"]), float(pat.get("beta", 0.0)))
+        kind = pat["pattern"]
+        if kind == "step":
+            k = int(pat["distance"]).bit_length() - 1
+            params.step[k] = link
+            params.exchange_steps = max(params.exchange_steps, k + 1)
+        elif kind in ("fold", "ring"):
+            setattr(params, kind, link)
+        elif kind in ("doubling", "halving_doubling"):
+            setattr(params, f"{kind}_latency", link.alpha)
+    return params
 
 
 class CostModel:
@@ -64,15 +96,16 @@ class CostModel:
         return [n for n in self.ids if n not in ("auto", "vendor")]
 
     def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
-                gamma: float, reduce: bool = False) -> float | None:
-        """Predicted seconds; None where the algorithm does not apply."""
+                gamma: float, reduce: bool = False, exchange: dict | None = None) -> float | None:
+        """Predicted seconds; None where the algorithm does not apply. `exchange`: patterns
+        measured by mpiopt-exchange (used when their process count is `ranks`)."""
         t = self._cost(self.ids[algorithm], int(reduce), ranks, float(nbytes),
-                       ctypes.byref(_Params(alpha, beta, gamma)))
+                       ctypes.byref(_params(alpha, beta, gamma, exchange)))
         return t if t >= 0 else None
 
 
 def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: float, beta: float,
-                gamma: float, reduce: bool = False) -> list[dict]:
+                gamma: float, reduce: bool = False, exchange: dict | None = None) -> list[dict]:
     """One record per (ranks, bytes, algorithm), as `mpiopt simulate` reports, with `fastest`
     marking the algorithm(s) of least predicted time for that (ranks, bytes)."""
     rows = []
@@ -80,7 +113,7 @@ def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: flo
         for n in sizes:
             group = []
             for alg in model.algorithms:
-                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce)
+                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce, exchange)
                 if t is not None:
                     group.append({"algorithm": alg, "ranks": p, "bytes": n, "seconds": t})
             best = min(r["seconds"] for r in group)
@@ -90,8 +123,9 @@ def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: flo
     return rows
 
 
-def _parameters(args, ranks: int) -> tuple[float, float, float, str]:
-    """α, β, γ and where they come from; on a simulated platform α depends on the job's size."""
+def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str]:
+    """α, β, γ, the measured patterns (a tuning file's "exchange", or None) and where they come
+    from; on a simulated platform α depends on the job's size."""
     given = [v is not None for v in (args.alpha, args.beta, args.gamma)]
     if args.tuning and any(given):
         raise UsageError("give either --tuning or --alpha/--beta/--gamma, not both")
@@ -100,26 +134,31 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, str]:
             data = json.loads(Path(args.tuning).read_text())
             m = data["model"]
             a, b, g = (float(m[k]) for k in ("alpha", "beta", "gamma"))
+            exchange = m.get("exchange")
+            if exchange is not None:
+                _params(a, b, g, exchange)      # checks its shape
         except OSError as e:
             raise UsageError(f"cannot read tuning file {args.tuning}: {e.strerror}")
         except (ValueError, KeyError, TypeError) as e:
             raise UsageError(f"{args.tuning} is not a tuning file with a \"model\" of alpha, beta "
                              f"and gamma ({e.__class__.__name__}: {e})")
         source = f"tuning file {args.tuning}"
+        if exchange and int(exchange["ranks"]) == ranks:
+            source += ", measured patterns"
     elif any(given):
         if not all(given):
             raise UsageError("--alpha, --beta and --gamma go together")
-        a, b, g = args.alpha, args.beta, args.gamma
+        a, b, g, exchange = args.alpha, args.beta, args.gamma, None
         source = "given"
     else:
         net = smpi.Network()
         a = smpi.exchange_latency(args.platform, ranks, 1, net)
-        b, g = 1.0 / net.link_bandwidth, 0.0
+        b, g, exchange = 1.0 / net.link_bandwidth, 0.0, None
         source = f"simulated {args.platform}, 1 rank per node"
     for name, v in (("alpha", a), ("beta", b), ("gamma", g)):
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"{name} must be a finite number >= 0, not {v}")
-    return a, b, g, source
+    return a, b, g, exchange, source
 
 
 def _size_label(n: int) -> str:
@@ -162,8 +201,9 @@ def run(args) -> int:
     model = CostModel()
     rows, titles = [], {}
     for p in args.ranks:
-        alpha, beta, gamma, source = _parameters(args, p)
-        rows += predictions(model, [p], sizes, alpha, beta, gamma, args.collective == "reduce")
+        alpha, beta, gamma, exchange, source = _parameters(args, p)
+        rows += predictions(model, [p], sizes, alpha, beta, gamma, args.collective == "reduce",
+                            exchange)
         titles[p] = (f"Predicted MPI_{args.collective.capitalize()} time, α = {alpha:.3g} s, "
                      f"β = {beta:.3g} s/B, γ = {gamma:.3g} s/B ({source})")
     if args.json:

@@ -10,6 +10,11 @@ make runs deterministic are the same for all of them:
 - message costs come from the platform alone (`smpi/bw-factor` and `smpi/lat-factor` set to 1
   instead of SMPI's defaults, which were calibrated on one particular cluster), so a message of
   m bytes over one link costs latency + m / bandwidth, as the cost model assumes;
+- every message costs its sender and its receiver a software overhead (`smpi/os`, `smpi/or`;
+  LogP's o, 0.5 µs each by default). SMPI's default is none, and without it a process receiving
+  from 1022 others at once is done in one latency: SMPI's own `ompi` allreduce of small
+  messages (a linear reduce to rank 0, then a broadcast) would look faster than any tree on a
+  1023-node fat-tree, which no real machine would show;
 - buffers of 64 KiB and more are SMPI shared mallocs (`smpi/auto-shared-malloc-thresh`): 1023
   ranks × 8 MiB would otherwise need real memory for every rank. Their contents are garbage,
   which does not matter because nothing is timed but the network;
@@ -19,12 +24,15 @@ make runs deterministic are the same for all of them:
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import json
 import math
 import os
 import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +51,8 @@ class Network:
     link_latency: float = 1e-6          # seconds per link
     loopback_bandwidth: float = 50e9    # bytes/s between ranks on one node
     loopback_latency: float = 0.2e-6
+    send_overhead: float = 0.5e-6       # seconds of the sender's time per message
+    recv_overhead: float = 0.5e-6       # seconds of the receiver's time per message
 
 
 def available() -> bool:
@@ -185,12 +195,14 @@ def _node_latency(kind: str, nodes: int, net: Network):
 
 def exchange_latency(kind: str, ranks: int, ppn: int = 1, net: Network = Network()) -> float:
     """Mean latency of the messages of the log p algorithms (binomial, recursive doubling,
-    halving, Rabenseifner): rank r and r XOR 2^k for every step k, with the hostfile's
-    placement. These pairs are nearer than two random nodes (the first steps stay within a node,
-    a leaf switch or a torus row), so this, rather than the mean over all node pairs, is their
-    α on this platform."""
+    halving, Rabenseifner), send and receive overheads included: rank r and r XOR 2^k for every
+    step k, with the hostfile's placement. These pairs are nearer than two random nodes (the
+    first steps stay within a node, a leaf switch or a torus row), so this, rather than the mean
+    over all node pairs, is their α on this platform (without contention: measure_exchange
+    gives the real thing)."""
     nodes = math.ceil(ranks / ppn)
     latency = _node_latency(kind, nodes, net)
+    overhead = net.send_overhead + net.recv_overhead
     total, count = 0.0, 0
     k = 1
     while k < ranks:
@@ -201,15 +213,16 @@ def exchange_latency(kind: str, ranks: int, ppn: int = 1, net: Network = Network
                 total += net.loopback_latency if a == b else latency(a, b)
                 count += 1
         k *= 2
-    return total / count if count else net.loopback_latency
+    return overhead + (total / count if count else net.loopback_latency)
 
 
 # ---- running ----
 
-def deterministic_config(library: Path | None = None) -> list[str]:
+def deterministic_config(library: Path | None = None, net: Network = Network()) -> list[str]:
     """The --cfg options every mpiopt simulation uses (why: see the module docstring)."""
     cfg = ["--cfg=smpi/simulate-computation:no",
            "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
+           f"--cfg=smpi/os:0:{net.send_overhead:.6g}:0", f"--cfg=smpi/or:0:{net.recv_overhead:.6g}:0",
            f"--cfg=smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESHOLD}"]
     if library is not None:
         cfg.append(f"--cfg=smpi/privatize-libs:{library}")
@@ -221,12 +234,12 @@ def deterministic_config(library: Path | None = None) -> list[str]:
 
 def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: Path,
             config: list[str] | None = None, env: dict | None = None, timeout: float | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
+            cwd: Path | None = None, net: Network = Network()) -> subprocess.CompletedProcess:
     """Runs `program argv…` on `ranks` simulated ranks; output is captured (text). Kernels run
     single-threaded (MPIOPT_THREADS=1): simulated ranks share this process and its cores."""
     lib = build_dir() / "lib" / "libmpiopt.so"
     cmd = ["smpirun", "-np", str(ranks), "-platform", str(platform), "-hostfile", str(hosts),
-           *deterministic_config(lib if lib.exists() else None), *(config or []),
+           *deterministic_config(lib if lib.exists() else None, net), *(config or []),
            str(program), *[str(a) for a in argv]]
     run_env = dict(os.environ if env is None else env)
     run_env["MPIOPT_THREADS"] = "1"
@@ -241,6 +254,36 @@ def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: P
         proc.wait()
         raise
     return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+EXCHANGE_BENCH = "mpiopt-exchange"
+
+
+def measure_exchange(kind: str, ranks: int, ppn: int = 1, net: Network = Network()) -> dict:
+    """mpiopt-exchange's measurements (JSON) of the message patterns of the allreduce algorithms
+    on this simulated machine: what libmpiopt's cost model needs to price each step where
+    distance and link sharing matter. Simulated runs are deterministic, so results are kept in
+    build/smpi/exchange/, keyed by the machine and the benchmark binary."""
+    program = build([EXCHANGE_BENCH]) / EXCHANGE_BENCH
+    key = hashlib.sha256(program.read_bytes())
+    key.update(repr((kind, ranks, ppn, net)).encode())
+    cache = build_dir() / "exchange" / f"{kind}-{ranks}-{ppn}-{key.hexdigest()[:16]}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
+    with tempfile.TemporaryDirectory(prefix="mpiopt-exchange-") as tmp:
+        platform, hosts = write_machine(Path(tmp), kind, ranks, ppn, net)
+        # one iteration: the simulation is deterministic
+        r = smpirun(program, ["-i", "1", "--json"], ranks, platform, hosts, net=net)
+    if r.returncode != 0:
+        raise RuntimeError(f"smpirun failed (exit {r.returncode}) for {EXCHANGE_BENCH} on {ranks} "
+                           f"ranks:\n{r.stderr[-3000:]}")
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{EXCHANGE_BENCH} printed no JSON:\n{r.stdout[-2000:]}")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
 
 
 _SIMULATED_TIME = re.compile(r"Simulated time:\s*([0-9.eE+-]+)\s*seconds")
