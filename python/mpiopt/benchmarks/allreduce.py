@@ -107,7 +107,7 @@ def choose_flavours(requested: str) -> list[str]:
 
 
 def measure(flavour: str, np: int, sizes: tuple[int, int], algorithms: str = "all",
-            iterations: int = 200, warmup: int = 20, iterations_large: int = 10, warmup_large: int = 2,
+            iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", reduce: bool = False,
             validate: bool = False, time_limit: float = 0, timeout: float = 900) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results")."""
@@ -169,7 +169,7 @@ def add_arguments(p) -> None:
                    help="comma-separated algorithms (vendor, auto, binomial, recursive_doubling, ring, "
                    "rabenseifner, binary_blocks) or all (default)")
     p.add_argument("--iterations", type=int, default=200, help="timed iterations up to 8 KiB (default 200)")
-    p.add_argument("--iterations-large", type=int, default=10, help="timed iterations above 8 KiB (default 10)")
+    p.add_argument("--iterations-large", type=int, default=30, help="timed iterations above 8 KiB (default 30)")
     p.add_argument("--warmup", type=int, default=20, help="warm-up iterations up to 8 KiB (default 20)")
     p.add_argument("--warmup-large", type=int, default=2, help="warm-up iterations above 8 KiB (default 2)")
     p.add_argument("--type", default="double", help="element type: double (default), float, int, char, ...")

@@ -148,16 +148,8 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
             argv = ["-m", _size_argument(sizes), "-i", str(iterations), "-x", "1",
                     "--warmup-large", "0" if lo <= SMALL_BYTES else "1", "-T", DATATYPE[0],
                     "-a", ",".join(columns), "--json"]
-            r = smpi.smpirun(bindir / BENCH, argv, ranks, platform, hosts, config=config,
-                             env=env, cwd=work)
-            if r.returncode != 0:
-                raise RuntimeError(f"smpirun failed (exit {r.returncode}) for {BENCH} "
-                                   f"{' '.join(argv)} on {ranks} ranks:\n{r.stderr[-3000:]}")
-            try:
-                doc = json.loads(r.stdout)
-            except json.JSONDecodeError:
-                raise RuntimeError(f"{BENCH} printed no JSON:\n{r.stdout[-2000:]}\n"
-                                   f"{r.stderr[-2000:]}")
+            doc = smpi.smpirun_json(bindir / BENCH, argv, ranks, platform, hosts,
+                                    config=config, env=env, cwd=work)
             for row in doc["results"]:
                 if row["bytes"] not in wanted:
                     continue

@@ -273,17 +273,25 @@ def measure_exchange(kind: str, ranks: int, ppn: int = 1, net: Network = Network
     with tempfile.TemporaryDirectory(prefix="mpiopt-exchange-") as tmp:
         platform, hosts = write_machine(Path(tmp), kind, ranks, ppn, net)
         # one iteration: the simulation is deterministic
-        r = smpirun(program, ["-i", "1", "--json"], ranks, platform, hosts, net=net)
-    if r.returncode != 0:
-        raise RuntimeError(f"smpirun failed (exit {r.returncode}) for {EXCHANGE_BENCH} on {ranks} "
-                           f"ranks:\n{r.stderr[-3000:]}")
-    try:
-        doc = json.loads(r.stdout)
-    except json.JSONDecodeError:
-        raise RuntimeError(f"{EXCHANGE_BENCH} printed no JSON:\n{r.stdout[-2000:]}")
+        doc = smpirun_json(program, ["-i", "1", "--json"], ranks, platform, hosts, net=net)
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps(doc, indent=1) + "\n")
     return doc
+
+
+def smpirun_json(program: Path, argv: list[str], ranks: int, platform: Path, hosts: Path,
+                 **options) -> dict:
+    """smpirun (same options) of a program that prints one JSON document; RuntimeError saying
+    what failed otherwise."""
+    r = smpirun(program, argv, ranks, platform, hosts, **options)
+    if r.returncode != 0:
+        raise RuntimeError(f"smpirun failed (exit {r.returncode}) for {program.name} "
+                           f"{' '.join(map(str, argv))} on {ranks} ranks:\n{r.stderr[-3000:]}")
+    try:
+        return json.loads(r.stdout)
+    except json.JSONDecodeError:
+        raise RuntimeError(f"{program.name} printed no JSON:\n{r.stdout[-2000:]}\n"
+                           f"{r.stderr[-2000:]}")
 
 
 _SIMULATED_TIME = re.compile(r"Simulated time:\s*([0-9.eE+-]+)\s*seconds")
