@@ -83,6 +83,7 @@ def test_tuning_file_parameters_are_used(tmp_path):
     (["--ranks", "4", "--alpha", "1e-6"], "go together"),
     (["--ranks", "4", "--alpha", "-1", "--beta", "1", "--gamma", "1"], ">= 0"),
     (["--ranks", "4", "--tuning", "/nonexistent.json"], "cannot read"),
+    (["--ranks", "4", "--measure", "--alpha", "1", "--beta", "1", "--gamma", "1"], "--measure"),
 ])
 def test_bad_input_is_a_usage_error(args, message):
     r = mpiopt("model", *args)
@@ -93,6 +94,19 @@ def test_bad_input_is_a_usage_error(args, message):
 def test_help_has_an_example():
     r = mpiopt("model", "--help")
     assert r.returncode == 0 and "example" in r.stdout.lower()
+
+
+@needs_lib
+@pytest.mark.skipif(not smpi.available(), reason="SimGrid SMPI not installed")
+def test_measure_prices_with_the_patterns_of_the_simulated_machine():
+    """On a 32-node torus the far steps share links: with the measured patterns recursive
+    doubling costs more at 64 KiB than with one α and β for every message."""
+    def rd(*extra):
+        r = mpiopt("model", "--ranks", "32", "--sizes", "64K", "--platform", "torus", "--json",
+                   *extra)
+        assert r.returncode == 0, r.stderr
+        return by(json.loads(r.stdout), "algorithm")["recursive_doubling"]["seconds"]
+    assert rd("--measure") > 1.2 * rd()
 
 
 @needs_lib

@@ -18,8 +18,9 @@ from ..simulation import options, smpi
 MAX_RANKS = 65536
 
 EXAMPLE = """examples:
-  mpiopt model --ranks 128,1023 --sizes 8:8M --platform torus
-        predictions for the machine `mpiopt simulate --platform torus` simulates
+  mpiopt model --ranks 128,1023 --sizes 8:8M --platform torus --measure
+        predictions for the machine `mpiopt simulate --platform torus` simulates, priced
+        as its auto does (message patterns measured there)
   mpiopt model --ranks 65536 --sizes 8,64K,16M --alpha 2e-6 --beta 1e-10 --gamma 2.5e-10
   mpiopt model --ranks 4 --sizes 1M --tuning results/tuning-openmpi.json --json
 
@@ -129,6 +130,8 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str
     given = [v is not None for v in (args.alpha, args.beta, args.gamma)]
     if args.tuning and any(given):
         raise UsageError("give either --tuning or --alpha/--beta/--gamma, not both")
+    if args.measure and (args.tuning or any(given)):
+        raise UsageError("--measure goes with --platform, not with --tuning or --alpha/--beta/--gamma")
     if args.tuning:
         try:
             data = json.loads(Path(args.tuning).read_text())
@@ -155,6 +158,14 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str
         a = smpi.exchange_latency(args.platform, ranks, 1, net)
         b, g, exchange = 1.0 / net.link_bandwidth, 0.0, None
         source = f"simulated {args.platform}, 1 rank per node"
+        if args.measure and ranks > 1:
+            if not smpi.available():
+                raise UsageError("--measure needs SimGrid SMPI (smpirun): `make deps`")
+            try:
+                exchange = smpi.measure_exchange(args.platform, ranks, 1, net)
+            except RuntimeError as e:
+                raise UsageError(f"--measure: {e}")
+            source += ", patterns measured there by mpiopt-exchange"
     for name, v in (("alpha", a), ("beta", b), ("gamma", g)):
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"{name} must be a finite number >= 0, not {v}")
@@ -237,6 +248,10 @@ def register(sub) -> None:
                    "(`mpiopt tune`'s JSON, its \"model\")")
     p.add_argument("--platform", choices=smpi.PLATFORMS, default="cluster",
                    help="without other parameters: the simulated machine's α and β (default cluster)")
+    p.add_argument("--measure", action="store_true",
+                   help="with --platform: measure the algorithms' message patterns on the simulated "
+                   "machine (mpiopt-exchange under SMPI, cached; about a minute at 1023 ranks), as "
+                   "`mpiopt simulate` does for auto")
     p.add_argument("--json", action="store_true",
                    help='print a JSON list of {"algorithm", "ranks", "bytes", "seconds", "fastest"}')
     p.set_defaults(func=run)
