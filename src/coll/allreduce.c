@@ -5,25 +5,17 @@
 #include "coll.h"
 #include "collective_args.h"
 
-typedef int (*allreduce_fn)(const mpiopt_coll *, void *, size_t);
-
-/* The algorithm's function; *reads_src = 1 if it starts from c->src itself. */
-static allreduce_fn algorithm_fn(mpiopt_algorithm a, int *reads_src)
-{
-    *reads_src = 1;
-    switch (a) {
-    case MPIOPT_ALG_RECURSIVE_DOUBLING: return mpiopt_allreduce_recursive_doubling;
-    case MPIOPT_ALG_RING: return mpiopt_allreduce_ring;
-    case MPIOPT_ALG_RABENSEIFNER: return mpiopt_allreduce_rabenseifner;
-    default: break;
-    }
-    *reads_src = 0;
-    switch (a) {
-    case MPIOPT_ALG_BINOMIAL: return mpiopt_allreduce_binomial;
-    case MPIOPT_ALG_BINARY_BLOCKS: return mpiopt_allreduce_binary_blocks;
-    default: return NULL;
-    }
-}
+/* Each algorithm's function, and whether it starts from c->src itself. */
+static const struct {
+    int (*run)(const mpiopt_coll *, void *, size_t);
+    int reads_src;
+} algorithms[MPIOPT_ALG_COUNT] = {
+    [MPIOPT_ALG_BINOMIAL] = {mpiopt_allreduce_binomial, 0},
+    [MPIOPT_ALG_RECURSIVE_DOUBLING] = {mpiopt_allreduce_recursive_doubling, 1},
+    [MPIOPT_ALG_RING] = {mpiopt_allreduce_ring, 1},
+    [MPIOPT_ALG_RABENSEIFNER] = {mpiopt_allreduce_rabenseifner, 1},
+    [MPIOPT_ALG_BINARY_BLOCKS] = {mpiopt_allreduce_binary_blocks, 0},
+};
 
 int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
@@ -42,9 +34,7 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                                        !mpiopt_vendor_result_wrong(datatype, op) &&
                                            !mpiopt_vendor_allreduce_ranks_differ(datatype, op),
                                        rank);
-    int reads_src;
-    allreduce_fn run = algorithm_fn(a, &reads_src);
-    if (!run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
+    if (!algorithms[a].run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
         return MPI_SUCCESS;
@@ -53,7 +43,7 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     if (rc != MPI_SUCCESS)
         return rc;
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
-    if (p == 1 || !reads_src)
+    if (p == 1 || !algorithms[a].reads_src)
         mpiopt_coll_take_input(&c, recvbuf, (size_t)count);
-    return p == 1 ? MPI_SUCCESS : run(&c, recvbuf, (size_t)count);
+    return p == 1 ? MPI_SUCCESS : algorithms[a].run(&c, recvbuf, (size_t)count);
 }

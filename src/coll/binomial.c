@@ -59,14 +59,9 @@ int mpiopt_reduce_binomial(const mpiopt_coll *c, void *buf, size_t count, int ro
 {
     int tree_root = c->commutative ? root : 0;
     int rc = reduce_tree(c, buf, count, tree_root);
-    if (rc != MPI_SUCCESS || tree_root == root)
+    if (rc != MPI_SUCCESS)
         return rc;
-    if (c->rank == tree_root)
-        return PMPI_Send(buf, (int)count, c->datatype, root, MPIOPT_TAG, c->comm);
-    if (c->rank == root)
-        return PMPI_Recv(buf, (int)count, c->datatype, tree_root, MPIOPT_TAG, c->comm,
-                         MPI_STATUS_IGNORE);
-    return MPI_SUCCESS;
+    return mpiopt_forward_result(c, buf, count, tree_root, root);
 }
 
 int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count)

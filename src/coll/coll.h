@@ -53,9 +53,8 @@ int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, s
  * (it is scratch: non-commutative user ops need it to compute the result out of place). */
 int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t n);
 /* out[0..n) = left[0..n) op right[0..n) (left: lower ranks), with the kernel's 3-buffer form: no
- * copy of an operand. out may be the same buffer as right (then it is reduce_left) or as left
- * (commutative ops: reduce_left with the operands swapped, as reduce_right does; otherwise a
- * temporary copy of right), but must not partly overlap either. */
+ * copy of an operand. out may be the same buffer as right (then it is reduce_left); it must not
+ * be left, nor partly overlap either. */
 int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *right, void *out,
                         size_t n);
 /* buf[0..n) = mine op theirs (mine_left) or theirs op mine, where `theirs` is a partner's data in

@@ -112,17 +112,6 @@ int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *righ
         return MPI_SUCCESS;
     if (out == right)
         return mpiopt_coll_reduce_left(c, left, out, n);
-    if (out == left) {
-        if (c->commutative)
-            return mpiopt_coll_reduce_left(c, right, out, n);
-        void *copy = mpiopt_coll_scratch(c, n);
-        if (!copy)
-            return MPI_ERR_NO_MEM;
-        memcpy(copy, right, n * c->extent);
-        int rc = mpiopt_coll_reduce_right(c, out, copy, n);
-        free(copy);
-        return rc;
-    }
     if (c->has_kernel && c->kernel.k3) {
         mpiopt_run3(c->kernel.k3, left, right, out, n, c->kernel.elem_size);
         return MPI_SUCCESS;

@@ -33,7 +33,7 @@ int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t 
         if ((f.g ^ (1 << i)) > f.g) {               /* I am the lower: theirs = mine op theirs */
             rc = mpiopt_coll_reduce_left(c, mine, theirs, count);
             mine = theirs;
-        } else if (mine == buf || mine == f.tmp) {  /* mine = theirs op mine */
+        } else if (mine != c->src) {                /* mine = theirs op mine */
             rc = mpiopt_coll_reduce_left(c, theirs, (void *)mine, count);
         } else {                                    /* mine is c->src: into the other buffer */
             void *out = theirs == f.tmp ? buf : f.tmp;

@@ -120,7 +120,6 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
     a list of {"algorithm", "ranks", "bytes", "seconds"}. `progress(text)` is told what runs."""
     bindir = smpi.build([BENCH])
     algorithms = list(algorithms if algorithms is not None else _algorithm_names())
-    wanted = set(sizes)
     records: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="mpiopt-simulate-") as tmp:
         work = Path(tmp)
@@ -150,9 +149,7 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
                     "-a", ",".join(columns), "--json"]
             doc = smpi.smpirun_json(bindir / BENCH, argv, ranks, platform, hosts,
                                     config=config, env=env, cwd=work)
-            for row in doc["results"]:
-                if row["bytes"] not in wanted:
-                    continue
+            for row in doc["results"]:    # exactly the sizes asked for (-m MIN:MAX or a list)
                 name = vendor if row["algorithm"] == "vendor" else row["algorithm"]
                 if name is None:
                     continue
