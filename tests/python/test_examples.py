@@ -265,26 +265,28 @@ def test_examples_reject_bad_options(tmp_path):
         assert r.returncode == 2 and "usage" in r.stderr, name
 
 
-def test_difftest_catches_a_wait_placed_after_the_use(tmp_path):
-    """The harness is not blind: four_allreduce with the MIN reduction's wait moved after the
-    use of its result (what a wrong transformation would do) prints something else with 2+
-    ranks, and compare_outputs says so."""
+def test_difftest_catches_a_result_used_before_it_arrives(tmp_path):
+    """The harness is not blind: four_allreduce with the MIN reduction's result used before the
+    reduction writes it (what a wrong transformation's late wait amounts to when the message is
+    late) prints something else, and compare_outputs says so. The reduction is moved past the
+    use rather than made nonblocking with a late wait: whether an MPI_Iallreduce has already
+    completed at the use is a race the MPI library usually wins, so that version is right by luck
+    in most runs and cannot show the harness sees anything."""
     source = (EXAMPLES_DIR / "four_allreduce.c").read_text()
     blocking = "MPI_Allreduce(sub_arr2, minA2temp, num_elements, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);"
     assert blocking in source
-    wrong = source.replace(blocking, "MPI_Request late;\n        " + blocking.replace(
-        "MPI_Allreduce(", "MPI_Iallreduce(").replace(");", ", &late);"))
-    wrong = wrong.replace("        total += finalsum;", "        MPI_Wait(&late, MPI_STATUS_IGNORE);\n"
-                          "        total += finalsum;")
+    wrong = source.replace(blocking, "").replace("        total += finalsum;",
+                                                 f"        {blocking}\n        total += finalsum;")
+    assert wrong.count(blocking) == 1 and wrong.index(blocking) > wrong.index("minA2 = min(")
     (tmp_path / "wrong.c").write_text(wrong)
     args = EXAMPLES["four_allreduce"]
-    caught = []
     for flavour in FLAVOURS:
         original = difftest.build(EXAMPLES_DIR / "four_allreduce.c", flavour, tmp_path, "original")
         broken = difftest.build(tmp_path / "wrong.c", flavour, tmp_path)
-        expected = difftest.run(original.executable, flavour, 2, args)
-        caught.append(bool(difftest.compare_outputs(expected, difftest.run(broken.executable, flavour, 2, args))))
-    assert any(caught), "a stale result went unnoticed"
+        for np in (1, 2):
+            expected = difftest.run(original.executable, flavour, np, args)
+            assert difftest.compare_outputs(expected, difftest.run(broken.executable, flavour, np, args)), \
+                (flavour, np, "a stale result went unnoticed")
 
 
 def test_compare_outputs_tolerates_rounding_only():
