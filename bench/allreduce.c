@@ -15,6 +15,8 @@
  * library's own collective even when libmpiopt is LD_PRELOADed and interposes MPI_Allreduce.
  * Timing is OSU's: MPI_Wtime around each call, a barrier after it; the reported average is the
  * mean over ranks of each rank's average, min/max (-f) the extremes of those per-rank averages.
+ * The barrier is mpiopt_barrier: the vendor's, except with more ranks than cores, where a
+ * barrier that polls keeps the next call of every column from starting together.
  *
  * Plain MPI C: it also builds with SimGrid's smpicc (see the SMPI block in alloc_buffer). */
 #include <errno.h>
@@ -492,6 +494,26 @@ static int compare_doubles(const void *a, const void *b)
 /* Measures every column at one size; returns the number of timed iterations done (fewer than
  * asked when --time-limit stops it). `times` and `slowest` have room for MAX_COLUMNS x the larger
  * iteration count. */
+/* The order of the columns in iteration `it`: a fresh permutation each time, the same on every
+ * rank (a fixed-seed generator). A rotation would not do: it keeps the cyclic order, so one column
+ * would nearly always run right after another, and inherit its aftermath (skew between ranks, a
+ * vendor call that polled away its ranks' time slices). */
+static void shuffle_columns(int *order, int n, unsigned it)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ull * (it + 1);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        x ^= x >> 33;
+        x *= 0xFF51AFD7ED558CCDull;
+        x ^= x >> 29;
+        int j = (int)(x % (uint64_t)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
 static int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
                         double *times, double *slowest, column_result *res)
 {
@@ -506,21 +528,22 @@ static int measure_size(const options *o, long long size, void *sendbuf, void *r
 
     if (!o->validate)
         fill_send(o, sendbuf, count, 0);
-    PMPI_Barrier(MPI_COMM_WORLD);
+    mpiopt_barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
     for (int it = 0; it < warmup + planned; it++) {
+        int order[MAX_COLUMNS];
+        shuffle_columns(order, o->ncolumns, (unsigned)it);
         for (int k = 0; k < o->ncolumns; k++) {
-            /* rotate the order each iteration: no column always runs right after another */
-            int c = (k + it) % o->ncolumns;
+            int c = order[k];
             if (o->validate) {
                 fill_send(o, sendbuf, count, it);
                 memset(recvbuf, 0xff, (size_t)size);
-                PMPI_Barrier(MPI_COMM_WORLD);
+                mpiopt_barrier(MPI_COMM_WORLD);
             }
             double t0 = MPI_Wtime();
             int rc = call(o, o->columns[c], sendbuf, recvbuf, count);
             double t1 = MPI_Wtime();
-            PMPI_Barrier(MPI_COMM_WORLD);
+            mpiopt_barrier(MPI_COMM_WORLD);
             if (rc != MPI_SUCCESS)
                 fail(1, "%s returned MPI error %d", mpiopt_algorithm_name(o->columns[c]), rc);
             if (checks_here)
@@ -536,6 +559,7 @@ static int measure_size(const options *o, long long size, void *sendbuf, void *r
         if (o->time_limit > 0 && done < planned && (done >= MIN_TIMED || it < warmup - 1)) {
             int over = rank == 0 && MPI_Wtime() - start > o->time_limit;
             PMPI_Bcast(&over, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            mpiopt_barrier(MPI_COMM_WORLD);  /* the next call starts together, as after a call */
             if (over && done >= MIN_TIMED)
                 break;
             if (over)

@@ -45,6 +45,12 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm);
 
+/* MPI_Barrier that, when this node runs more ranks than it has cores under an MPI library that
+ * polls regardless (MPICH), or MPIOPT_YIELD=1, waits by yielding the core instead of polling (a
+ * dissemination barrier over PMPI point-to-point); otherwise, and on intercommunicators, the
+ * vendor's PMPI_Barrier. See src/coll/p2p.c. */
+int mpiopt_barrier(MPI_Comm comm);
+
 /* ---- the cost model (src/coll/cost_model.c), shared by `auto` selection and `mpiopt model` ----
  * Hockney/Rabenseifner model: a message of m bytes costs alpha + m*beta, reducing m bytes costs
  * m*gamma.

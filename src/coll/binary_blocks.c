@@ -64,15 +64,13 @@ static int to_biggest(const mpiopt_coll *c, const blocks *b, void *buf, void *tm
         int s = 1 << b->levels;
         for (int t = b->g; rc == MPI_SUCCESS && t < big; t += s) {
             mpiopt_halving_range(count, (unsigned)t, b->big_levels, &lo, &hi);
-            rc = PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, t, MPIOPT_TAG,
-                           c->comm);
+            rc = mpiopt_send(c, mpiopt_at(c, buf, lo), hi - lo, t);
         }
         return rc;
     }
     mpiopt_halving_range(count, (unsigned)b->g, b->big_levels, &lo, &hi);
     for (int j = 1; rc == MPI_SUCCESS && j < b->nblocks; j++) {
-        rc = PMPI_Recv(mpiopt_at(c, tmp, lo), (int)(hi - lo), c->datatype,
-                       b->starts[j] + b->g % b->sizes[j], MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+        rc = mpiopt_recv(c, mpiopt_at(c, tmp, lo), hi - lo, b->starts[j] + b->g % b->sizes[j]);
         if (rc == MPI_SUCCESS)
             rc = mpiopt_coll_reduce_left(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, buf, lo), hi - lo);
     }
@@ -87,15 +85,13 @@ static int from_biggest(const mpiopt_coll *c, const blocks *b, void *buf, size_t
     if (b->start == 0) {
         mpiopt_halving_range(count, (unsigned)b->g, b->big_levels, &lo, &hi);
         for (int j = 1; rc == MPI_SUCCESS && j < b->nblocks; j++)
-            rc = PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype,
-                           b->starts[j] + b->g % b->sizes[j], MPIOPT_TAG, c->comm);
+            rc = mpiopt_send(c, mpiopt_at(c, buf, lo), hi - lo, b->starts[j] + b->g % b->sizes[j]);
         return rc;
     }
     int s = 1 << b->levels;
     for (int t = b->g; rc == MPI_SUCCESS && t < big; t += s) {
         mpiopt_halving_range(count, (unsigned)t, b->big_levels, &lo, &hi);
-        rc = PMPI_Recv(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, t, MPIOPT_TAG, c->comm,
-                       MPI_STATUS_IGNORE);
+        rc = mpiopt_recv(c, mpiopt_at(c, buf, lo), hi - lo, t);
     }
     return rc;
 }

@@ -16,16 +16,14 @@ int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int roo
     int p = c->size, vr = (c->rank - root + p) % p, mask = 1, rc = MPI_SUCCESS;
     while (mask < p) {
         if (vr & mask) {
-            rc = PMPI_Recv(buf, (int)count, c->datatype, (vr - mask + root) % p, MPIOPT_TAG,
-                           c->comm, MPI_STATUS_IGNORE);
+            rc = mpiopt_recv(c, buf, count, (vr - mask + root) % p);
             break;
         }
         mask <<= 1;
     }
     for (mask >>= 1; rc == MPI_SUCCESS && mask > 0; mask >>= 1)
         if (vr + mask < p)
-            rc = PMPI_Send(buf, (int)count, c->datatype, (vr + mask + root) % p, MPIOPT_TAG,
-                           c->comm);
+            rc = mpiopt_send(c, buf, count, (vr + mask + root) % p);
     return rc;
 }
 
@@ -36,16 +34,14 @@ static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_r
     void *tmp = NULL;
     for (int mask = 1; mask < p; mask <<= 1) {
         if (vr & mask) {
-            rc = PMPI_Send(buf, (int)count, c->datatype, (vr - mask + tree_root) % p, MPIOPT_TAG,
-                           c->comm);
+            rc = mpiopt_send(c, buf, count, (vr - mask + tree_root) % p);
             break;
         }
         if (vr + mask >= p)
             continue;
         if (!tmp && !(tmp = mpiopt_coll_scratch(c, count)))
             return MPI_ERR_NO_MEM;
-        rc = PMPI_Recv(tmp, (int)count, c->datatype, (vr + mask + tree_root) % p, MPIOPT_TAG,
-                       c->comm, MPI_STATUS_IGNORE);
+        rc = mpiopt_recv(c, tmp, count, (vr + mask + tree_root) % p);
         if (rc == MPI_SUCCESS)
             rc = mpiopt_coll_reduce_right(c, buf, tmp, count);
         if (rc != MPI_SUCCESS)

@@ -28,11 +28,14 @@ typedef struct {
      * mpiopt_coll_take_input). Reading it in place of a copy saves n bytes read + written; the
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
+    int yield_when_idle;    /* wait with sched_yield() between tests (p2p.c: oversubscribed) */
 } mpiopt_coll;
 
 /* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A
  * communicator of one process gets no private duplicate: nothing is ever sent on it. */
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op);
+/* The communicator part alone, for calls that move no typed data (a barrier): MPI_BYTE, no op. */
+int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm);
 
 /* For algorithms that work in place from the start: copies the count elements at c->src (if any)
  * into buf and sets c->src to NULL. */
@@ -40,6 +43,18 @@ void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
 /* The private duplicate of a user communicator, created on first use and freed with it. */
 int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm);
+
+/* ---- point-to-point (p2p.c): n elements of c->datatype on c->comm with MPIOPT_TAG ---- */
+int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst);
+int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src);
+int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, void *rbuf,
+                    size_t rn, int src);
+int mpiopt_isend(const mpiopt_coll *c, const void *buf, size_t n, int dst, MPI_Request *req);
+int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request *req);
+int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs);
+/* 1 if this process should yield its core while it waits: more ranks on the node than cores
+ * under an MPI library that polls regardless (MPICH), or MPIOPT_YIELD=1. */
+int mpiopt_yield_when_idle(void);
 
 /* Pointer to element i of a buffer. */
 static inline char *mpiopt_at(const mpiopt_coll *c, const void *buf, size_t i)

@@ -53,7 +53,7 @@ int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm)
     return MPI_SUCCESS;
 }
 
-int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)
+int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
 {
     memset(c, 0, sizeof *c);
     int rc = PMPI_Comm_size(user_comm, &c->size);
@@ -63,6 +63,17 @@ int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, 
     if (c->size > 1 && (rc = mpiopt_private_comm(user_comm, &c->comm)) != MPI_SUCCESS)
         return rc;
     PMPI_Comm_rank(c->comm, &c->rank);
+    c->datatype = MPI_BYTE;
+    c->extent = 1;
+    c->yield_when_idle = mpiopt_yield_when_idle();
+    return MPI_SUCCESS;
+}
+
+int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)
+{
+    int rc = mpiopt_coll_init_comm(c, user_comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
     MPI_Aint lb, extent;
     PMPI_Type_get_extent(datatype, &lb, &extent);
     c->extent = (size_t)extent;

@@ -18,13 +18,6 @@
 #include <string.h>
 #include "coll.h"
 
-static int sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int peer, void *rbuf,
-                    size_t rn)
-{
-    return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, peer, MPIOPT_TAG, rbuf, (int)rn, c->datatype,
-                         peer, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
-}
-
 int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
                                   const void *mine, const int *rank_of, int levels, int g)
 {
@@ -38,8 +31,9 @@ int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, si
         size_t keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
         size_t send_lo = upper ? lo : mid, send_hi = upper ? mid : hi;
         size_t keep_n = keep_hi - keep_lo;
-        int rc = sendrecv(c, mpiopt_at(c, mine, send_lo), send_hi - send_lo, rank_of[partner],
-                          mpiopt_at(c, tmp, keep_lo), keep_n);
+        int peer = rank_of[partner];
+        int rc = mpiopt_sendrecv(c, mpiopt_at(c, mine, send_lo), send_hi - send_lo, peer,
+                                 mpiopt_at(c, tmp, keep_lo), keep_n, peer);
         if (rc != MPI_SUCCESS)
             return rc;
         rc = mpiopt_coll_reduce_mine(c, mpiopt_at(c, mine, keep_lo), mpiopt_at(c, tmp, keep_lo),
@@ -60,8 +54,9 @@ int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, con
         size_t mlo, mhi, plo, phi;
         mpiopt_halving_range(count, (unsigned)g, i + 1, &mlo, &mhi);
         mpiopt_halving_range(count, (unsigned)partner, i + 1, &plo, &phi);
-        int rc = sendrecv(c, mpiopt_at(c, buf, mlo), mhi - mlo, rank_of[partner],
-                          mpiopt_at(c, buf, plo), phi - plo);
+        int peer = rank_of[partner];
+        int rc = mpiopt_sendrecv(c, mpiopt_at(c, buf, mlo), mhi - mlo, peer,
+                                 mpiopt_at(c, buf, plo), phi - plo, peer);
         if (rc != MPI_SUCCESS)
             return rc;
     }
@@ -78,12 +73,10 @@ int mpiopt_gather_halving(const mpiopt_coll *c, void *buf, size_t count, const i
         int rc;
         if (relative & (1 << i)) {
             mpiopt_halving_range(count, (unsigned)g, i + 1, &lo, &hi);
-            return PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, rank_of[partner],
-                             MPIOPT_TAG, c->comm);
+            return mpiopt_send(c, mpiopt_at(c, buf, lo), hi - lo, rank_of[partner]);
         }
         mpiopt_halving_range(count, (unsigned)partner, i + 1, &lo, &hi);
-        rc = PMPI_Recv(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, rank_of[partner],
-                       MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+        rc = mpiopt_recv(c, mpiopt_at(c, buf, lo), hi - lo, rank_of[partner]);
         if (rc != MPI_SUCCESS)
             return rc;
     }
@@ -103,13 +96,12 @@ int mpiopt_fold_in(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f
     }
     if (c->rank % 2 == 0) {
         f->g = -1;
-        int rc = PMPI_Send(f->mine, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm);
+        int rc = mpiopt_send(c, f->mine, count, c->rank + 1);
         f->mine = buf;  /* sits out: fold_out brings the result into buf */
         return rc;
     }
     f->g = c->rank / 2;
-    int rc = PMPI_Recv(f->tmp, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm,
-                       MPI_STATUS_IGNORE);
+    int rc = mpiopt_recv(c, f->tmp, count, c->rank - 1);
     if (rc == MPI_SUCCESS)
         rc = mpiopt_coll_reduce_mine(c, f->mine, f->tmp, buf, count, 0);
     f->mine = buf;
@@ -122,9 +114,8 @@ int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count)
     if (c->rank >= 2 * surplus)
         return MPI_SUCCESS;
     if (c->rank % 2 == 1)
-        return PMPI_Send(buf, (int)count, c->datatype, c->rank - 1, MPIOPT_TAG, c->comm);
-    return PMPI_Recv(buf, (int)count, c->datatype, c->rank + 1, MPIOPT_TAG, c->comm,
-                     MPI_STATUS_IGNORE);
+        return mpiopt_send(c, buf, count, c->rank - 1);
+    return mpiopt_recv(c, buf, count, c->rank + 1);
 }
 
 int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f)
@@ -157,9 +148,8 @@ int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int fro
     if (from == to)
         return MPI_SUCCESS;
     if (c->rank == from)
-        return PMPI_Send(buf, (int)count, c->datatype, to, MPIOPT_TAG, c->comm);
+        return mpiopt_send(c, buf, count, to);
     if (c->rank == to)
-        return PMPI_Recv(buf, (int)count, c->datatype, from, MPIOPT_TAG, c->comm,
-                         MPI_STATUS_IGNORE);
+        return mpiopt_recv(c, buf, count, from);
     return MPI_SUCCESS;
 }

@@ -25,9 +25,7 @@ int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t 
     for (int i = 0; rc == MPI_SUCCESS && f.g >= 0 && i < f.levels; i++) {
         int partner = f.rank_of[f.g ^ (1 << i)];
         void *theirs = mine == f.tmp ? buf : f.tmp;
-        rc = PMPI_Sendrecv(mine, (int)count, c->datatype, partner, MPIOPT_TAG, theirs,
-                           (int)count, c->datatype, partner, MPIOPT_TAG, c->comm,
-                           MPI_STATUS_IGNORE);
+        rc = mpiopt_sendrecv(c, mine, count, partner, theirs, count, partner);
         if (rc != MPI_SUCCESS)
             break;
         if ((f.g ^ (1 << i)) > f.g) {               /* I am the lower: theirs = mine op theirs */

@@ -50,25 +50,24 @@ int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_
         int nrecv = 0, nsend = 0;
         for (size_t lo = rlo; lo < rhi; lo += seg) {
             size_t n = rhi - lo < seg ? rhi - lo : seg;
-            PMPI_Irecv(mpiopt_at(c, tmp, lo), (int)n, c->datatype, left, MPIOPT_TAG, c->comm,
-                       &reqs[nrecv++]);
+            mpiopt_irecv(c, mpiopt_at(c, tmp, lo), n, left, &reqs[nrecv++]);
         }
         for (size_t lo = slo; lo < shi; lo += seg) {
             size_t n = shi - lo < seg ? shi - lo : seg;
-            PMPI_Isend(mpiopt_at(c, s == 0 ? mine : buf, lo), (int)n, c->datatype, right,
-                       MPIOPT_TAG, c->comm, &reqs[max_segs + nsend++]);
+            mpiopt_isend(c, mpiopt_at(c, s == 0 ? mine : buf, lo), n, right,
+                         &reqs[max_segs + nsend++]);
         }
         /* segments of one sender arrive in order: reduce each as soon as it is in */
         int i = 0;
         for (size_t lo = rlo; lo < rhi && rc == MPI_SUCCESS; lo += seg, i++) {
             size_t n = rhi - lo < seg ? rhi - lo : seg;
-            rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
+            rc = mpiopt_waitall(c, 1, &reqs[i]);
             if (rc == MPI_SUCCESS)
                 rc = mpiopt_coll_reduce3(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, mine, lo),
                                          mpiopt_at(c, buf, lo), n);
         }
         if (rc == MPI_SUCCESS && nsend)
-            rc = PMPI_Waitall(nsend, &reqs[max_segs], MPI_STATUSES_IGNORE);
+            rc = mpiopt_waitall(c, nsend, &reqs[max_segs]);
     }
     free(reqs);
     return rc;
@@ -82,9 +81,8 @@ int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count)
         size_t slo, shi, rlo, rhi;
         mpiopt_ring_block(count, p, (r + 1 - s + p) % p, &slo, &shi);
         mpiopt_ring_block(count, p, (r - s + p) % p, &rlo, &rhi);
-        int rc = PMPI_Sendrecv(mpiopt_at(c, buf, slo), (int)(shi - slo), c->datatype, right,
-                               MPIOPT_TAG, mpiopt_at(c, buf, rlo), (int)(rhi - rlo), c->datatype,
-                               left, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+        int rc = mpiopt_sendrecv(c, mpiopt_at(c, buf, slo), shi - slo, right,
+                                 mpiopt_at(c, buf, rlo), rhi - rlo, left);
         if (rc != MPI_SUCCESS)
             return rc;
     }
@@ -116,8 +114,7 @@ int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
     size_t lo, hi;
     if (c->rank != root) {
         mpiopt_ring_block(count, p, (c->rank + 1) % p, &lo, &hi);
-        return PMPI_Send(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, root, MPIOPT_TAG,
-                         c->comm);
+        return mpiopt_send(c, mpiopt_at(c, buf, lo), hi - lo, root);
     }
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)p);
     if (!reqs)
@@ -127,10 +124,9 @@ int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
         if (r == root)
             continue;
         mpiopt_ring_block(count, p, (r + 1) % p, &lo, &hi);
-        PMPI_Irecv(mpiopt_at(c, buf, lo), (int)(hi - lo), c->datatype, r, MPIOPT_TAG, c->comm,
-                   &reqs[n++]);
+        mpiopt_irecv(c, mpiopt_at(c, buf, lo), hi - lo, r, &reqs[n++]);
     }
-    rc = PMPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    rc = mpiopt_waitall(c, n, reqs);
     free(reqs);
     return rc;
 }

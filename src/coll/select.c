@@ -27,10 +27,11 @@
  * rounds); from 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input
  * where it is instead of copying it first as the vendors do. Rabenseifner, not the ring: at
  * p = 4 (two ranks a core) the ring's 6 rounds won some runs and lost others by up to 1.5x to
- * the scheduler, Rabenseifner's 4 beat the vendor in every run. A change of choice between two measured sizes is put at their
- * geometric mean, as `mpiopt tune` does. MPICH (ch4:ucx) loses to recursive doubling at small
- * sizes and to Rabenseifner at large ones at p = 2; at p = 4 (oversubscribed: every round costs
- * a scheduler time slice) the fewest rounds win. */
+ * the scheduler, Rabenseifner's 4 beat the vendor in every run. A change of choice between two
+ * measured sizes is put at their geometric mean, as `mpiopt tune` does. MPICH (ch4:ucx) loses
+ * to recursive doubling at small sizes and to Rabenseifner at large ones; at p = 4 (oversubscribed) its own collectives poll
+ * away whole scheduler time slices (milliseconds a call), so there the rows only rank mpiopt's
+ * algorithms, which yield the core while they wait (p2p.c). */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
     {{2, 11585, MPIOPT_ALG_VENDOR}, {2, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {2, TB, MPIOPT_ALG_RABENSEIFNER},
@@ -41,10 +42,10 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
 static const int default_nrows_openmpi[2] = {6, 2};
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
     {{2, 8192, MPIOPT_ALG_RECURSIVE_DOUBLING}, {2, TB, MPIOPT_ALG_RABENSEIFNER},
-     {4, TB, MPIOPT_ALG_RECURSIVE_DOUBLING}},
+     {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING}, {4, TB, MPIOPT_ALG_RABENSEIFNER}},
     {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_mpich[2] = {3, 2};
+static const int default_nrows_mpich[2] = {4, 2};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {.alpha = 1.0e-6, .beta = 2.5e-10,
                                                  .gamma = 1.0e-10};
@@ -201,6 +202,9 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
                                int commutative, int vendor_ok, int rank)
 {
     pthread_once(&once, load_settings);
+    /* a library that polls on an oversubscribed node spends time slices, not microseconds, per
+     * step: mpiopt's algorithms yield the core while they wait (p2p.c), the vendor's do not */
+    vendor_ok = vendor_ok && !mpiopt_yield_when_idle();
     mpiopt_algorithm a = requested;
     if (a == MPIOPT_ALG_AUTO && forced[is_reduce] >= 0)
         a = (mpiopt_algorithm)forced[is_reduce];
