@@ -9,9 +9,11 @@
 
 int mpiopt_barrier(MPI_Comm comm)
 {
+    if (!mpiopt_yield_when_idle())
+        return PMPI_Barrier(comm);
     int inter = 0;
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter || !mpiopt_yield_when_idle())
+    if (inter)  /* two groups: ranks are not one ring of 0..p-1 */
         return PMPI_Barrier(comm);
     mpiopt_coll c;
     int rc = mpiopt_coll_init_comm(&c, comm);

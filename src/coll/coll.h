@@ -28,7 +28,6 @@ typedef struct {
      * mpiopt_coll_take_input). Reading it in place of a copy saves n bytes read + written; the
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
-    int yield_when_idle;    /* wait with sched_yield() between tests (p2p.c: oversubscribed) */
 } mpiopt_coll;
 
 /* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A

@@ -65,7 +65,6 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
     PMPI_Comm_rank(c->comm, &c->rank);
     c->datatype = MPI_BYTE;
     c->extent = 1;
-    c->yield_when_idle = mpiopt_yield_when_idle();
     return MPI_SUCCESS;
 }
 

@@ -46,7 +46,7 @@ int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs)
     /* one request at a time: each wait or test drives the progress of all of them */
     for (int i = 0; i < n; i++) {
         int rc, done = 0;
-        if (!c->yield_when_idle) {
+        if (!mpiopt_yield_when_idle()) {
             rc = PMPI_Wait(&reqs[i], MPI_STATUS_IGNORE);
         } else {
             while ((rc = PMPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done)
@@ -70,7 +70,7 @@ int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request
 
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 {
-    if (!c->yield_when_idle)
+    if (!mpiopt_yield_when_idle())
         return PMPI_Send(buf, (int)n, c->datatype, dst, MPIOPT_TAG, c->comm);
     MPI_Request req;
     int rc = mpiopt_isend(c, buf, n, dst, &req);
@@ -79,7 +79,7 @@ int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 
 int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 {
-    if (!c->yield_when_idle)
+    if (!mpiopt_yield_when_idle())
         return PMPI_Recv(buf, (int)n, c->datatype, src, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
     MPI_Request req;
     int rc = mpiopt_irecv(c, buf, n, src, &req);
@@ -89,7 +89,7 @@ int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, void *rbuf,
                     size_t rn, int src)
 {
-    if (!c->yield_when_idle)
+    if (!mpiopt_yield_when_idle())
         return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, dst, MPIOPT_TAG, rbuf, (int)rn,
                              c->datatype, src, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
     MPI_Request reqs[2];
