@@ -5,11 +5,8 @@ import argparse
 import sys
 
 from . import __version__, commands
+from .errors import UsageError  # noqa: F401  (commands import it from here until moved)
 from .plugins import plugin_modules
-
-
-class UsageError(Exception):
-    """A bad argument or input file: reported as `mpiopt: error: …` with exit status 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:
