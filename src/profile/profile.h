@@ -1,0 +1,126 @@
+/* libmpiopt-profile: state shared by the wrappers (wrappers.c, fortran.c), the per-rank
+ * bookkeeping (state.c) and the report written at MPI_Finalize (output.c).
+ *
+ * Every counter is a plain per-process array indexed by call: no locks on the hot path (with
+ * MPI_THREAD_MULTIPLE, concurrent calls from several threads may lose an increment). */
+#ifndef MPIOPT_PROFILE_H
+#define MPIOPT_PROFILE_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <time.h>
+
+#if MPI_VERSION >= 4
+#define PROF_PERSISTENT_COLL_PREFIX "MPI_"
+#define PROF_HAVE_PERSISTENT_COLL 1
+#else
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PROF_PERSISTENT_COLL_PREFIX "MPIX_"
+#define PROF_HAVE_PERSISTENT_COLL 1
+#endif
+#endif
+
+/* Hardware counters: this build reads none (PAPI support is not built in). */
+#define PROF_PAPI_REASON "built without PAPI"
+
+enum prof_kind { PROF_P2P, PROF_WAIT, PROF_COLL, PROF_ICOLL, PROF_START, PROF_INIT };
+
+enum prof_call {
+#define X(KIND, NAME, P, A, B, PEER, COMM) PROF_ID_##NAME,
+#define XP X
+#include "calls.def"
+#undef X
+#undef XP
+    PROF_NCALLS
+};
+
+struct prof_call_stats {
+    uint64_t calls;
+    uint64_t bytes;
+    double time;
+};
+
+/* One rank's totals (seconds; time_* by kind of call). */
+struct prof_state {
+    int active;                  /* between MPI_Init and MPI_Finalize */
+    int sync;                    /* MPIOPT_PROFILE_SYNC=1 */
+    int rank, size;
+    double t_init, t_final;
+    double time_kind[6];
+    double sync_time;
+    struct prof_call_stats call[PROF_NCALLS];
+    double *matrix_bytes;        /* [size]: bytes this rank sent to each world rank */
+    uint64_t *matrix_msgs;
+};
+
+extern struct prof_state prof;
+/* 1 while a wrapper runs: a call it makes through another MPI_ symbol (MPICH's Fortran
+ * bindings call the C MPI_ functions) is not counted twice. */
+extern __thread int prof_depth __attribute__((tls_model("initial-exec")));
+
+extern const char *const prof_call_names[PROF_NCALLS];
+extern const enum prof_kind prof_call_kinds[PROF_NCALLS];
+
+static inline double prof_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The definition a wrapper forwards to: the next one in library search order (so a libmpiopt.so
+ * preloaded after this library keeps its MPI_Allreduce), else the vendor's PMPI one. */
+void *prof_next(const char *name, const char *pmpi_name);
+
+/* Bytes of count elements of type; of sum(counts[0..n)) elements; of an Alltoallw. */
+uint64_t prof_bytes(int count, MPI_Datatype type);
+uint64_t prof_bytes_v(const int *counts, MPI_Datatype type, int n);
+uint64_t prof_bytes_w(const int *counts, const MPI_Datatype *types, int n);
+int prof_comm_size(MPI_Comm comm);
+int prof_out_degree(MPI_Comm comm);
+
+/* Persistent requests: remember what a request sends (returns 0: its init call counts no
+ * bytes), and count what Start/Startall start (returns the bytes). */
+uint64_t prof_persistent(MPI_Request request, uint64_t bytes, int dest, MPI_Comm comm);
+uint64_t prof_started(int count, const MPI_Request *requests);
+void prof_forget_request(MPI_Request request);
+
+/* One message of `bytes` to rank `dest` of `comm`, into the matrix. */
+void prof_matrix_add(int dest, MPI_Comm comm, uint64_t bytes);
+/* Barrier before a collective when MPIOPT_PROFILE_SYNC=1. */
+void prof_sync(MPI_Comm comm);
+
+static inline void prof_record(enum prof_call id, enum prof_kind kind, double t, uint64_t bytes,
+                               int peer, MPI_Comm comm)
+{
+    struct prof_call_stats *s = &prof.call[id];
+    s->calls++;
+    s->bytes += bytes;
+    s->time += t;
+    prof.time_kind[kind] += t;
+    if (peer >= 0)
+        prof_matrix_add(peer, comm, bytes);
+}
+
+void prof_start(void);          /* after MPI_Init */
+void prof_finish(void);         /* before MPI_Finalize: reduce and write */
+
+/* output.c */
+void prof_write_report(void);
+
+/* regions (state.c) */
+#define PROF_MAX_REGIONS 64
+#define PROF_REGION_NAME 48
+struct prof_region {
+    char name[PROF_REGION_NAME];
+    uint64_t count;
+    double time, mpi_time;
+    double t_begin, mpi_begin;
+    int open;
+};
+extern struct prof_region prof_regions[PROF_MAX_REGIONS];
+extern int prof_nregions;
+double prof_mpi_time(void);
+
+#endif

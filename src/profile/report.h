@@ -1,0 +1,35 @@
+/* The profile as rank 0 holds it after the reduction, and the two files written from it. */
+#ifndef MPIOPT_PROFILE_REPORT_H
+#define MPIOPT_PROFILE_REPORT_H
+
+#include "profile.h"
+
+/* One metric over all ranks (sum: divide by ranks for the average). */
+struct prof_stat {
+    double min, max, sum, min_pe, max_pe;
+};
+
+/* Order of the reduced vector: system and MPI totals, then 4 per call (calls, time, bytes,
+ * average bytes), then 3 per region (count, time, MPI time). */
+enum {
+    M_WALL, M_USER, M_SYS, M_RSS, M_MINFLT, M_MAJFLT,
+    M_MPI, M_COMPUTE, M_COMM, M_WAIT, M_SYNC,
+    M_CALLS
+};
+
+struct prof_report {
+    const struct prof_stat *stats;
+    int nregions;
+    char (*region_names)[PROF_REGION_NAME];
+    const double *per_rank;     /* [ranks][4]: wall, MPI, compute, sync time */
+    const double *matrix;       /* [nentries][4]: source, destination, bytes, messages */
+    int nentries;
+    int ranks;
+    int sync;
+    const char *flavour;
+};
+
+int prof_write_json(const struct prof_report *rep, const char *dir);
+int prof_write_text(const struct prof_report *rep, const char *dir);
+
+#endif
