@@ -26,6 +26,11 @@ def library(flavour: str) -> Path:
     return build_dir(flavour) / "lib" / "libmpiopt.so"
 
 
+def profile_library(flavour: str) -> Path:
+    """libmpiopt-profile.so, the PMPI profiler (docs/profiling.md)."""
+    return build_dir(flavour) / "lib" / "libmpiopt-profile.so"
+
+
 def binary(flavour: str, name: str) -> Path:
     return build_dir(flavour) / "bin" / name
 
@@ -56,15 +61,18 @@ def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: b
     return cmd + list(extra or [])
 
 
-def launch_env(flavour: str, preload: bool = False, env: dict | None = None) -> dict:
-    """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt."""
+def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
+               profile: bool = False) -> dict:
+    """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt
+    and/or the profiler (first, so that it times the drop-in's MPI_Allreduce too)."""
     out = dict(os.environ if env is None else env)
     if flavour == "openmpi":
         out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
         # no network interfaces but loopback here: keep Open MPI from probing others
         out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-    if preload:
-        lib = str(library(flavour))
+    libs = ([str(profile_library(flavour))] if profile else []) + ([str(library(flavour))] if preload else [])
+    if libs:
+        lib = ":".join(libs)
         out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
     return out
 

@@ -138,12 +138,19 @@ def run(args) -> int:
         raise UsageError(f"{mpi.library(flavour)} is not built: run `make build` first "
                          "(or --no-preload to run with the vendor's collectives only)")
 
+    if getattr(args, "profile_dir", None) is not None and not mpi.profile_library(flavour).exists():
+        raise UsageError(f"{mpi.profile_library(flavour)} is not built: run `make build` first")
+
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
         extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
         cmd = mpi.launcher(flavour, args.np, extra) + program
-        env = mpi.launch_env(flavour, preload=not args.no_preload)
+        # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
+        profile_dir = getattr(args, "profile_dir", None)
+        env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None)
+        if profile_dir is not None:
+            env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
         if args.verbose:
-            pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if not args.no_preload else ""
+            pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if env.get("LD_PRELOAD") else ""
             print(f"mpiopt run: {flavour} ({inspected}): {pre}{' '.join(cmd)}", flush=True)
         try:
             status = subprocess.run(cmd, env=env).returncode
@@ -154,6 +161,7 @@ def run(args) -> int:
         print(json.dumps({"flavour": flavour, "detected_from": inspected, "command": cmd,
                           "ld_preload": None if args.no_preload else str(mpi.library(flavour)),
                           "exit_status": status}))
+    args.flavour_used = flavour
     return status
 
 
@@ -167,11 +175,10 @@ class _LauncherOptionsParser(argparse.ArgumentParser):
         return namespace, []
 
 
-def register(sub) -> None:
-    p = sub.add_parser("run", help="run an MPI program with libmpiopt preloaded (drop-in)",
-                       description="Run an unmodified MPI program (C, Fortran, mpi4py) with the "
-                       "launcher of the MPI it is linked with and LD_PRELOAD of that MPI's libmpiopt.so.",
-                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the program's output, "
+                         "print one JSON line: flavour, command, LD_PRELOAD, exit status") -> None:
+    """The options of `mpiopt run`, shared with `mpiopt profile`; the parser then keeps the
+    launcher's own options (see _LauncherOptionsParser)."""
     p.__class__ = _LauncherOptionsParser
     p.add_argument("-np", "-n", type=int, default=1, metavar="N", help="number of processes (default 1)")
     p.add_argument("--flavour", choices=list(mpi.FLAVOURS),
@@ -183,8 +190,15 @@ def register(sub) -> None:
     p.add_argument("--hostfile", metavar="FILE", help="hosts for --rank-order, one per line")
     p.add_argument("--ppn", type=int, metavar="K", help="ranks per node for --rank-order")
     p.add_argument("-v", "--verbose", action="store_true", help="print the launch command first")
-    p.add_argument("--json", action="store_true",
-                   help="after the program's output, print one JSON line: flavour, command, LD_PRELOAD, exit status")
+    p.add_argument("--json", action="store_true", help=json_help)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
                    help="the program and its arguments, after --")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run an MPI program with libmpiopt preloaded (drop-in)",
+                       description="Run an unmodified MPI program (C, Fortran, mpi4py) with the "
+                       "launcher of the MPI it is linked with and LD_PRELOAD of that MPI's libmpiopt.so.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_launch_arguments(p)
     p.set_defaults(func=run)

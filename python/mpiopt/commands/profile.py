@@ -1,0 +1,69 @@
+"""`mpiopt profile`: run an MPI program with libmpiopt-profile preloaded (in front of the
+drop-in) and show where its MPI time went. The profile itself is written by rank 0 at
+MPI_Finalize; this command launches through `mpiopt run` and then reads it."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from ..errors import UsageError
+from ..profile import PROFILE_NAME, load
+from . import report, run
+
+EXAMPLE = """examples:
+  mpiopt profile -np 8 -- ./cg 1000              profile + libmpiopt drop-in, report printed
+  mpiopt profile -np 8 --no-preload -- ./cg 1000  profile of the vendor's collectives alone
+  MPIOPT_PROFILE_SYNC=1 mpiopt profile -np 8 -- ./app   time a barrier before each collective
+  mpiopt profile -np 4 -o runs/slow -- python3 app.py   mpi4py; files in runs/slow/
+  mpiopt report runs/fast/mpiopt-profile.json runs/slow/mpiopt-profile.json
+
+Writes DIR/mpiopt-profile.json (for `mpiopt report`, `mpiopt place search --matrix`) and
+DIR/mpiopt-profile.txt (the Cray-style text report). Launcher options as for `mpiopt run`.
+"""
+
+
+def profile(args) -> int:
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the output directory {out}: {e.strerror}")
+    # an older profile in DIR must not pass for this run's if this one dies before MPI_Finalize
+    for stale in [out / PROFILE_NAME, out / "mpiopt-profile.txt", *out.glob(".mpiopt-profile.*.tmp.*")]:
+        stale.unlink(missing_ok=True)
+    want_json, args.json = args.json, False
+    args.profile_dir = out.resolve()
+    status = run.run(args)
+    path = out / PROFILE_NAME
+    if not path.exists():
+        for partial in out.glob(".mpiopt-profile.*.tmp.*"):
+            partial.unlink(missing_ok=True)
+        raise UsageError(f"no profile written in {out}: the program exited with status {status} "
+                         "before rank 0 finished MPI_Finalize (aborted, killed, or it never "
+                         "called MPI_Finalize)")
+    prof = load(path)
+    if want_json:
+        print(json.dumps({"profile": str(path), "text_report": str(out / "mpiopt-profile.txt"),
+                          "flavour": getattr(args, "flavour_used", None), "exit_status": status,
+                          "ranks": prof.ranks, "mpi": prof.data["mpi"]}, indent=1))
+    else:
+        report.print_profile(prof, top=args.top)
+        print(f"profile: {path} (text report: {out / 'mpiopt-profile.txt'})")
+    return status
+
+
+def register(sub) -> None:
+    p = sub.add_parser("profile", help="profile an MPI program (load imbalance, MPI time, matrix)",
+                       description="Run an unmodified MPI program (C, Fortran, mpi4py) like "
+                       "`mpiopt run`, with libmpiopt-profile.so preloaded in front of libmpiopt.so, "
+                       "and print the min/max/avg (minPE/maxPE) report of its MPI time.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_launch_arguments(p, json_help="print a JSON summary (paths, exit status, MPI totals) "
+                             "instead of the tables")
+    p.add_argument("-o", "--output", default=os.curdir, metavar="DIR",
+                   help="directory for mpiopt-profile.json and .txt (default: the current one)")
+    p.add_argument("--top", type=int, default=0, metavar="N",
+                   help="also list the N calls and ranks that dominate")
+    p.set_defaults(func=profile)

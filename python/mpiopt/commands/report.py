@@ -1,0 +1,160 @@
+"""`mpiopt report`: the tables of one profile (mpiopt-profile.json), or two side by side with
+the ratio of their averages (the FAST/SLOW view), the calls and ranks that dominate, and the
+per-rank time and communication matrix pictures."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import UsageError
+from ..profile import Line, compare, load, sections, top_calls, top_ranks
+from ..profile.tables import papi_note
+
+EXAMPLE = """examples:
+  mpiopt report mpiopt-profile.json                     System / MPI / region summaries
+  mpiopt report fast/mpiopt-profile.json slow/mpiopt-profile.json   side by side, ratio slow/fast
+  mpiopt report mpiopt-profile.json --top 5             the 5 calls and ranks that dominate
+  mpiopt report mpiopt-profile.json --png prof          prof-ranks.png, prof-matrix.png
+  mpiopt report mpiopt-profile.json --json              the profile's sections as JSON
+
+imb% = (max - avg) / max. minPE / maxPE: the rank holding the min / max.
+"""
+
+
+def _value(v: float, kind: str) -> str:
+    if kind == "time":
+        return f"{v:.4g}" if abs(v) < 1 else f"{v:.3f}"
+    if kind == "mb":
+        return f"{v:.3f}"
+    return f"{v:.0f}"
+
+
+def _stat_cells(line: Line | None) -> list[str]:
+    if line is None:
+        return ["", "", "", "", "", ""]
+    s = line.stat
+    return [_value(s["min"], line.kind), _value(s["max"], line.kind), _value(s["avg"], line.kind),
+            str(s["min_pe"]), str(s["max_pe"]), f"{line.imbalance:.1f}"]
+
+
+STAT_COLUMNS = ("min", "max", "avg", "minPE", "maxPE", "imb%")
+
+
+def print_profile(prof, top: int = 0, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(f"Profile of {prof.program}\nNumber of processes {prof.ranks}, MPI "
+                  f"{prof.data.get('flavour', '?')}, collective sync timing "
+                  f"{'on' if prof.data.get('sync_timing') else 'off'}")
+    for title, lines in sections(prof):
+        table = Table(title=title, title_justify="left")
+        table.add_column("")
+        for c in STAT_COLUMNS:
+            table.add_column(c, justify="right", no_wrap=True)
+        for line in lines:
+            table.add_row(line.label, *_stat_cells(line))
+        console.print(table)
+    console.print(f"PAPI summary: {papi_note(prof)}")
+    if top:
+        print_top(prof, top, console)
+
+
+def print_top(prof, n: int, console: Console) -> None:
+    table = Table(title=f"top {n} calls by time on the slowest rank", title_justify="left")
+    for c in ("call", "max time", "maxPE", "avg time", "share of MPI", "imb%"):
+        table.add_column(c, justify="left" if c == "call" else "right")
+    for r in top_calls(prof, n):
+        table.add_row(r["call"], f"{r['max_time']:.6f}", str(r["max_pe"]), f"{r['avg_time']:.6f}",
+                      f"{100 * r['share_of_mpi_time']:.1f}%", f"{r['imbalance_pct']:.1f}")
+    console.print(table)
+    ranks = top_ranks(prof, n)
+    table = Table(title=f"top {n} ranks", title_justify="left")
+    for c in ("by MPI time", "MPI time", "by compute time", "compute time"):
+        table.add_column(c, justify="right")
+    for a, b in zip(ranks["mpi_time"], ranks["compute_time"]):
+        table.add_row(str(a["rank"]), f"{a['mpi_time']:.6f}", str(b["rank"]), f"{b['compute_time']:.6f}")
+    console.print(table)
+
+
+def print_comparison(a, b, console: Console) -> None:
+    console.print(f"A: {a.path} ({a.ranks} ranks)  {a.program}\nB: {b.path} ({b.ranks} ranks)  {b.program}")
+    for title, rows in compare(a, b):
+        table = Table(title=title, title_justify="left")
+        table.add_column("")
+        # avg, max and maxPE of each run keep the table readable in 80 columns; --json has all
+        for side in ("A", "B"):
+            for c in ("avg", "max", "maxPE"):
+                table.add_column(f"{side} {c}", justify="right", no_wrap=True)
+        table.add_column("B/A", justify="right", no_wrap=True)
+        for label, x, y, ratio in rows:
+            cx, cy = _stat_cells(x), _stat_cells(y)
+            table.add_row(label, cx[2], cx[1], cx[4], cy[2], cy[1], cy[4],
+                          f"{ratio:.2f}" if ratio is not None else "")
+        console.print(table)
+
+
+def _lines_json(lines: list[Line]) -> list[dict]:
+    return [{"label": l.label, **l.stat, "imbalance_pct": l.imbalance} for l in lines]
+
+
+def report(args) -> int:
+    if args.top < 0:
+        raise UsageError("--top must be at least 0")
+    profiles = [load(p) for p in args.profiles]
+    pngs = []
+    if args.png:
+        from ..profile.plots import matrix_png, ranks_png
+        prefix = Path(args.png)
+        if prefix.parent and not prefix.parent.exists():
+            raise UsageError(f"--png: directory {prefix.parent} does not exist")
+        pngs = [str(ranks_png(profiles[0], Path(f"{prefix}-ranks.png"))),
+                str(matrix_png(profiles[0], Path(f"{prefix}-matrix.png")))]
+    if args.json:
+        out = []
+        for p in profiles:
+            out.append({"profile": str(p.path), "ranks": p.ranks, "program": p.program,
+                        "sections": {t: _lines_json(ls) for t, ls in sections(p)},
+                        "papi": papi_note(p),
+                        **({"top_calls": top_calls(p, args.top), "top_ranks": top_ranks(p, args.top)}
+                           if args.top else {})})
+        doc = {"profiles": out, "png": pngs}
+        if len(profiles) == 2:
+            doc["ratio_b_over_a"] = {f"{t}: {label}": ratio for t, rows in compare(*profiles)
+                                     for label, _, _, ratio in rows}
+        print(json.dumps(doc, indent=1))
+        return 0
+    console = Console()
+    if len(profiles) == 2:
+        print_comparison(*profiles, console)
+        if args.top:
+            for p in profiles:
+                console.print(f"{p.path}:")
+                print_top(p, args.top, console)
+    else:
+        print_profile(profiles[0], args.top, console)
+    for png in pngs:
+        print(f"wrote {png}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="show a profile (or two side by side) from mpiopt profile",
+                       description="Tables of an mpiopt-profile.json written by libmpiopt-profile "
+                       "(`mpiopt profile`): System and MPI summaries with min, max, avg, minPE, "
+                       "maxPE and imbalance per line; with a second profile, both side by side.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("profiles", nargs="+", metavar="PROFILE.json", help="one profile, or two to compare")
+    p.add_argument("--top", type=int, default=0, metavar="N", help="the N calls and ranks that dominate")
+    p.add_argument("--png", metavar="PREFIX",
+                   help="write PREFIX-ranks.png (MPI and compute time per rank) and PREFIX-matrix.png")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=_checked)
+
+
+def _checked(args) -> int:
+    if len(args.profiles) > 2:
+        raise UsageError(f"report takes one or two profiles, got {len(args.profiles)}")
+    return report(args)

@@ -1,0 +1,108 @@
+"""The report's lines: the Cray profiler's sections (System summary, MPI summary with one
+line per call for time, calls and bytes, user regions, PAPI) from a profile, two profiles side
+by side, and the calls and ranks that dominate."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .data import Profile
+
+SYSTEM = (("wall_time", "Wall clock time", "time"), ("user_time", "User processor time", "time"),
+          ("system_time", "System processor time", "time"),
+          ("max_rss_mb", "Maximum memory usage (MB)", "mb"),
+          ("minor_page_faults", "Minor page faults", "count"),
+          ("major_page_faults", "Major page faults", "count"))
+MPI = (("mpi_time", "Total MPI time", "time"), ("compute_time", "Total compute time", "time"),
+       ("communication_time", "Total communication time", "time"),
+       ("wait_probe_time", "Total Wait and Probe time", "time"),
+       ("collective_sync_time", "Total collective sync time", "time"))
+
+
+@dataclass
+class Line:
+    label: str
+    stat: dict          # min, max, avg, min_pe, max_pe
+    kind: str           # time, count, bytes, mb: how to print the values
+
+    @property
+    def imbalance(self) -> float:
+        """(max - avg) / max, in percent (0 when max is 0)."""
+        mx = self.stat["max"]
+        return 100.0 * (mx - self.stat["avg"]) / mx if mx > 0 else 0.0
+
+
+def _short(name: str) -> str:
+    return name.split("_", 1)[1] if name.startswith(("MPI_", "MPIX_")) else name
+
+
+def sections(p: Profile) -> list[tuple[str, list[Line]]]:
+    """[(title, lines)] in the order of the Cray report; the MPI section includes the per-call
+    lines of every call some rank made (time, then calls, then bytes and average bytes)."""
+    d = p.data
+    system = [Line(label, d["system"][k], kind) for k, label, kind in SYSTEM if k in d["system"]]
+    mpi = [Line("Init-Finalize elapsed time", d["system"]["wall_time"], "time")] if "wall_time" in d["system"] else []
+    mpi += [Line(label, d["mpi"][k], kind) for k, label, kind in MPI if k in d["mpi"]]
+    calls = d["calls"]
+    mpi += [Line(f"{_short(n)} total time", c["time"], "time") for n, c in calls.items()]
+    mpi += [Line(f"{_short(n)} calls", c["calls"], "count") for n, c in calls.items()]
+    for n, c in calls.items():
+        if c["bytes"]["max"] > 0:
+            mpi += [Line(f"{_short(n)} total bytes", c["bytes"], "bytes"),
+                    Line(f"{_short(n)} average bytes", c["avg_bytes"], "bytes")]
+    out = [("System summary", system), ("MPI summary", mpi)]
+    regions = []
+    for name, r in d["regions"].items():
+        regions += [Line(f"{name} count", r["count"], "count"), Line(f"{name} time", r["time"], "time"),
+                    Line(f"{name} MPI time", r["mpi_time"], "time")]
+    if regions:
+        out.append(("Region summary", regions))
+    return out
+
+
+def papi_note(p: Profile) -> str:
+    papi = p.data.get("papi", {})
+    if papi.get("available"):
+        return "available"
+    return f"unavailable: {papi.get('reason', 'not recorded')}"
+
+
+def compare(a: Profile, b: Profile) -> list[tuple[str, list[tuple[str, Line | None, Line | None, float | None]]]]:
+    """Both profiles' sections line by line: (label, line of a, line of b, avg of b / avg of a);
+    a line one of them lacks is None there (a call only one run made)."""
+    out = []
+    sa, sb = dict(sections(a)), dict(sections(b))
+    for title in list(sa) + [t for t in sb if t not in sa]:
+        la = {l.label: l for l in sa.get(title, [])}
+        lb = {l.label: l for l in sb.get(title, [])}
+        rows = []
+        for label in list(la) + [k for k in lb if k not in la]:
+            x, y = la.get(label), lb.get(label)
+            ratio = y.stat["avg"] / x.stat["avg"] if x and y and x.stat["avg"] else None
+            rows.append((label, x, y, ratio))
+        out.append((title, rows))
+    return out
+
+
+def top_calls(p: Profile, n: int) -> list[dict]:
+    """The n calls with the largest time on their slowest rank."""
+    rows = [{"call": name, "max_time": c["time"]["max"], "max_pe": c["time"]["max_pe"],
+             "avg_time": c["time"]["avg"], "calls": c["calls"]["max"],
+             "imbalance_pct": Line("", c["time"], "time").imbalance,
+             "share_of_mpi_time": c["time"]["avg"] / p.data["mpi"]["mpi_time"]["avg"]
+             if p.data["mpi"]["mpi_time"]["avg"] else 0.0}
+            for name, c in p.data["calls"].items()]
+    return sorted(rows, key=lambda r: -r["max_time"])[:n]
+
+
+def top_ranks(p: Profile, n: int) -> dict[str, list[dict]]:
+    """The n ranks with the most MPI time and the n with the most compute time (the overloaded
+    ones, which the others wait for)."""
+    out = {}
+    for key in ("mpi_time", "compute_time"):
+        values = p.per_rank(key)
+        order = np.argsort(-values, kind="stable")[:n]
+        out[key] = [{"rank": int(r), key: float(values[r]),
+                     "wall_time": float(p.per_rank("wall_time")[r])} for r in order]
+    return out
