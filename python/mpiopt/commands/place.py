@@ -27,6 +27,8 @@ CONVERT_EXAMPLE = """examples:
 SEARCH_EXAMPLE = """examples:
   mpiopt place search -g 64,64 --stencil 5pt --ppn 16 -o MPICH_RANK_ORDER
       tries cell shapes and visiting orders, prints the best, writes the best order
+  mpiopt place search --matrix mpiopt-profile.json --ppn 16 -o MPICH_RANK_ORDER
+      partitions the measured communication matrix (mpiopt profile) into nodes of 16 ranks
   mpiopt halo-stats -g 64,64 --stencil 5pt --bytes 8192 --ppn 16 --order MPICH_RANK_ORDER --compare
 """
 
@@ -63,6 +65,12 @@ def register(sub) -> None:
                         "off-node bytes) and writes the best as an MPICH_RANK_ORDER file.",
                         epilog=SEARCH_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_grid_arguments(s)
+    for action in s._actions:   # a stencil code's grid, unless the matrix is measured
+        if action.dest in ("grid", "stencil"):
+            action.required = False
+    s.add_argument("--matrix", metavar="PROFILE.json",
+                   help="place by the communication matrix of a profile (mpiopt profile) instead "
+                   "of a stencil: graph partitioning into nodes of exactly --ppn ranks")
     s.add_argument("--ppn", type=int, required=True, metavar="K", help="ranks per node")
     s.add_argument("--bytes", type=int, default=8, metavar="B",
                    help="bytes per halo message (scales the byte figures; default 8)")
@@ -105,7 +113,50 @@ def run_convert(args) -> int:
     return 0
 
 
+def run_matrix_search(args) -> int:
+    from ..placement import partition
+    from ..placement.orders import format_order as format_rank_order
+    from ..profile import load
+    prof = load(args.matrix)
+    try:
+        found = partition(prof.matrix()[0], args.ppn)
+    except PlacementError as e:
+        raise UsageError(str(e)) from None
+    if args.output != "-":
+        Path(args.output).write_text(format_rank_order(
+            found.order, args.ppn, header=f"mpiopt place search --matrix {args.matrix} --ppn {args.ppn}"))
+    ratio = found.off_node_bytes / found.smp_off_node_bytes if found.smp_off_node_bytes else 1.0
+    if args.json:
+        print(json.dumps({"profile": args.matrix, "ranks": prof.ranks, "ranks_per_node": args.ppn,
+                          "total_bytes": found.total_bytes,
+                          "smp": {"off_node_bytes": found.smp_off_node_bytes,
+                                  "max_node_off_node_bytes": found.smp_max_node_off_node_bytes},
+                          "best": {"off_node_bytes": found.off_node_bytes,
+                                   "max_node_off_node_bytes": found.max_node_off_node_bytes,
+                                   "ratio_to_smp": ratio, "order": found.order.tolist()},
+                          "output": None if args.output == "-" else args.output}, indent=1))
+        return 0
+    table = Table(title=f"placement from the measured matrix of {args.matrix}: {prof.ranks} ranks, "
+                  f"{args.ppn} ranks/node, {found.total_bytes:.3G} bytes point-to-point")
+    for col in ("placement", "off-node bytes", "busiest node", "vs SMP"):
+        table.add_column(col, justify="left" if col == "placement" else "right")
+    table.add_row("SMP placement (method 1)", f"{found.smp_off_node_bytes:.3G}",
+                  f"{found.smp_max_node_off_node_bytes:.3G}", "1.00x")
+    table.add_row("partitioned (Kernighan-Lin)", f"{found.off_node_bytes:.3G}",
+                  f"{found.max_node_off_node_bytes:.3G}", f"{ratio:.2f}x")
+    Console().print(table)
+    if args.output != "-":
+        print(f"order written to {args.output}")
+    return 0
+
+
 def run_search(args) -> int:
+    if args.matrix:
+        if args.grid or args.stencil:
+            raise UsageError("--matrix replaces -g and --stencil: give one or the other")
+        return run_matrix_search(args)
+    if not args.grid or not args.stencil:
+        raise UsageError("place search needs -g and --stencil (a stencil code) or --matrix PROFILE.json")
     try:
         if args.ppn < 1:
             raise PlacementError(f"--ppn must be at least 1, got {args.ppn}")

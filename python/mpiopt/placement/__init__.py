@@ -5,6 +5,7 @@ from .grid import Grid, PlacementError, parse_int_list
 from .grid_order import GridOrderOptions, format_order, generate
 from .halo import HaloPattern, STENCIL_DIMS
 from .launch import FORMATS, convert, launch_args, read_hosts
+from .matrix_partition import MatrixPlacement, off_node_bytes, partition
 from .orders import check_permutation, parse_order, read_order
 from .placements import METHOD_NAMES, Placement, method_placement, order_placement
 from .search import search
@@ -13,5 +14,6 @@ __all__ = [
     "Grid", "PlacementError", "parse_int_list", "GridOrderOptions", "format_order", "generate",
     "HaloPattern", "STENCIL_DIMS", "FORMATS", "convert", "launch_args", "read_hosts",
     "check_permutation", "parse_order", "read_order", "METHOD_NAMES", "Placement",
-    "method_placement", "order_placement", "search",
+    "method_placement", "order_placement", "search", "MatrixPlacement", "off_node_bytes",
+    "partition",
 ]
