@@ -105,6 +105,10 @@ static void local_metrics(struct prof_stat *m, int nregions, char (*names)[PROF_
         set(&p[1], r ? r->time : 0.0);
         set(&p[2], r ? r->mpi_time : 0.0);
     }
+    struct prof_stat *papi = &m[M_CALLS + 4 * PROF_NCALLS + 3 * nregions];
+    set(&papi[0], prof_papi.available);
+    for (int i = 0; i < PROF_PAPI_MAX; i++)
+        set(&papi[1 + i], i < prof_papi.nevents ? (double)prof_papi.values[i] : 0.0);
 }
 
 /* The nonzero row of this rank's matrix as (dest, bytes, messages) triples, gathered. */
@@ -162,7 +166,7 @@ void prof_write_report(void)
 {
     static char names[PROF_MAX_REGIONS][PROF_REGION_NAME];
     int nregions = region_union(names);
-    int n = M_CALLS + 4 * PROF_NCALLS + 3 * nregions;
+    int n = M_CALLS + 4 * PROF_NCALLS + 3 * nregions + 1 + PROF_PAPI_MAX;
     struct prof_stat *mine = calloc((size_t)n, sizeof *mine);
     struct prof_stat *all = calloc((size_t)n, sizeof *all);
     local_metrics(mine, nregions, names);
@@ -188,6 +192,7 @@ void prof_write_report(void)
             .stats = all, .nregions = nregions, .region_names = names, .per_rank = per_rank,
             .matrix = matrix, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
             .flavour = MPIOPT_FLAVOUR,
+            .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions],
         };
         const char *dir = getenv("MPIOPT_PROFILE_DIR");
         if (!dir || !*dir)

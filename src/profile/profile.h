@@ -21,9 +21,6 @@
 #endif
 #endif
 
-/* Hardware counters: this build reads none (PAPI support is not built in). */
-#define PROF_PAPI_REASON "built without PAPI"
-
 enum prof_kind { PROF_P2P, PROF_WAIT, PROF_COLL, PROF_ICOLL, PROF_START, PROF_INIT };
 
 enum prof_call {
@@ -105,6 +102,20 @@ static inline void prof_record(enum prof_call id, enum prof_kind kind, double t,
 
 void prof_start(void);          /* after MPI_Init */
 void prof_finish(void);         /* before MPI_Finalize: reduce and write */
+
+/* Hardware counters (papi.c): read from prof_start to prof_finish where PAPI works; otherwise
+ * reason says why not. */
+#define PROF_PAPI_MAX 4
+#define PROF_PAPI_NAME 48
+struct prof_papi {
+    int nevents, running, available;
+    char names[PROF_PAPI_MAX][PROF_PAPI_NAME];
+    long long values[PROF_PAPI_MAX];
+    char reason[200];
+};
+extern struct prof_papi prof_papi;
+void prof_papi_start(void);
+void prof_papi_stop(void);
 
 /* output.c */
 void prof_write_report(void);

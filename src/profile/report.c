@@ -96,6 +96,38 @@ static int commit(FILE *f, const char *tmp, const char *dir, const char *name)
     return 0;
 }
 
+static int papi_available(const struct prof_report *rep)
+{
+    return rep->papi[0].min > 0 && prof_papi.nevents > 0;
+}
+
+static const char *papi_reason(const struct prof_report *rep)
+{
+    static char why[256];
+    if (!prof_papi.available && prof_papi.reason[0])
+        return prof_papi.reason;
+    snprintf(why, sizeof why, "counters not read on rank %d", (int)rep->papi[0].min_pe);
+    return why;
+}
+
+static void write_papi_json(FILE *f, const struct prof_report *rep)
+{
+    if (!papi_available(rep)) {
+        fprintf(f, "{\"available\": false, \"reason\": ");
+        json_string(f, papi_reason(rep));
+        fprintf(f, "}");
+        return;
+    }
+    fprintf(f, "{\"available\": true, \"counters\": {");
+    for (int i = 0; i < prof_papi.nevents; i++) {
+        fprintf(f, "%s\n  ", i ? "," : "");
+        json_string(f, prof_papi.names[i]);
+        fprintf(f, ": ");
+        json_stat(f, &rep->papi[1 + i], rep->ranks);
+    }
+    fprintf(f, "}}");
+}
+
 int prof_write_json(const struct prof_report *rep, const char *dir)
 {
     char tmp[4096], program[2048];
@@ -158,7 +190,9 @@ int prof_write_json(const struct prof_report *rep, const char *dir)
         }
         fprintf(f, "}");
     }
-    fprintf(f, "\n},\n\"papi\": {\"available\": false, \"reason\": \"%s\"},\n", PROF_PAPI_REASON);
+    fprintf(f, "\n},\n\"papi\": ");
+    write_papi_json(f, rep);
+    fprintf(f, ",\n");
     static const char *const per_rank_keys[4] = {"wall_time", "mpi_time", "compute_time",
                                                  "sync_time"};
     fprintf(f, "\"per_rank\": {");
@@ -243,6 +277,12 @@ int prof_write_text(const struct prof_report *rep, const char *dir)
             text_line(f, label, &r[2], rep->ranks, "%.3f");
         }
     }
-    fprintf(f, "\nPAPI summary\n\n  unavailable: %s\n", PROF_PAPI_REASON);
+    if (papi_available(rep)) {
+        text_header(f, "PAPI summary");
+        for (int i = 0; i < prof_papi.nevents; i++)
+            text_line(f, prof_papi.names[i], &rep->papi[1 + i], rep->ranks, "%.0f");
+    } else {
+        fprintf(f, "\nPAPI summary\n\n  unavailable: %s\n", papi_reason(rep));
+    }
     return commit(f, tmp, dir, "mpiopt-profile.txt");
 }

@@ -10,7 +10,7 @@ struct prof_stat {
 };
 
 /* Order of the reduced vector: system and MPI totals, then 4 per call (calls, time, bytes,
- * average bytes), then 3 per region (count, time, MPI time). */
+ * average bytes), then 3 per region (count, time, MPI time), then PAPI: 1 + PROF_PAPI_MAX. */
 enum {
     M_WALL, M_USER, M_SYS, M_RSS, M_MINFLT, M_MAJFLT,
     M_MPI, M_COMPUTE, M_COMM, M_WAIT, M_SYNC,
@@ -27,6 +27,8 @@ struct prof_report {
     int ranks;
     int sync;
     const char *flavour;
+    const struct prof_stat *papi;   /* [0]: counters read (min over ranks: all read them),
+                                       [1..]: rank 0's events of prof_papi.names */
 };
 
 int prof_write_json(const struct prof_report *rep, const char *dir);

@@ -260,6 +260,7 @@ void prof_start(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &prof.size);
     prof.matrix_bytes = calloc((size_t)prof.size, sizeof *prof.matrix_bytes);
     prof.matrix_msgs = calloc((size_t)prof.size, sizeof *prof.matrix_msgs);
+    prof_papi_start();
     prof.t_init = prof_now();
     prof.active = 1;
 }
@@ -267,6 +268,7 @@ void prof_start(void)
 void prof_finish(void)
 {
     prof.t_final = prof_now();
+    prof_papi_stop();
     for (int i = prof_nregions - 1; i >= 0; i--)
         if (prof_regions[i].open)
             mpiopt_region_end(prof_regions[i].name);

@@ -100,6 +100,23 @@ def test_sync_off_by_default_and_single_rank(tmp_path, examples, flavour):
     assert data["papi"]["available"] is False and data["papi"]["reason"]
 
 
+@pytest.mark.parametrize("flavour", PROFILED[:1])
+def test_papi_counters_or_the_reason(tmp_path, mpiopt, flavour):
+    data = profile(tmp_path, 2, [plain(flavour), "ring", 10, 1])
+    papi = data["papi"]
+    assert papi["available"] or papi["reason"]          # a VM without a PMU: the reason
+    # a software event of perf_event needs no PMU: where libpapi loads, it is counted
+    data = profile(tmp_path / "sw", 2, [plain(flavour), "ring", 10, 1],
+                   {"MPIOPT_PROFILE_PAPI": "perf::TASK-CLOCK"})
+    papi = data["papi"]
+    if not papi["available"] and ("built without PAPI" in papi["reason"] or "libpapi" in papi["reason"]):
+        pytest.skip(f"PAPI not usable here: {papi['reason']}")
+    assert papi["available"], papi
+    assert papi["counters"]["perf::TASK-CLOCK"]["min"] > 0
+    r = mpiopt("report", tmp_path / "sw/prof/mpiopt-profile.json")
+    assert r.returncode == 0 and "PAPI summary" in r.stdout and "TASK-CLOCK" in r.stdout
+
+
 # ---- exact bytes and matrices ----
 
 def plain(flavour: str) -> Path:

@@ -57,7 +57,8 @@ def print_profile(prof, top: int = 0, console: Console | None = None) -> None:
         for line in lines:
             table.add_row(line.label, *_stat_cells(line))
         console.print(table)
-    console.print(f"PAPI summary: {papi_note(prof)}")
+    if not prof.data.get("papi", {}).get("available"):
+        console.print(f"PAPI summary: {papi_note(prof)}")
     if top:
         print_top(prof, top, console)
 

@@ -58,6 +58,9 @@ def sections(p: Profile) -> list[tuple[str, list[Line]]]:
                     Line(f"{name} MPI time", r["mpi_time"], "time")]
     if regions:
         out.append(("Region summary", regions))
+    counters = d.get("papi", {}).get("counters", {}) if d.get("papi", {}).get("available") else {}
+    if counters:
+        out.append(("PAPI summary", [Line(name, stat, "count") for name, stat in counters.items()]))
     return out
 
 
