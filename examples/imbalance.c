@@ -78,12 +78,12 @@ int main(int argc, char **argv)
     int units = ramp ? rank : (rank >= first && rank <= last ? factor : 1);
     double local = 0.0, global = 0.0;
     for (int s = 0; s < steps; s++) {
-        MPI_Pcontrol(1, "physics");
+        MPI_Pcontrol(101, "physics");  /* MPIOPT_PCONTROL_BEGIN of mpiopt_profile.h */
         if (sleep_units)
             pause_ms(unit * units);
         else
             local += compute(unit * units) * 0.0 + units;
-        MPI_Pcontrol(0);
+        MPI_Pcontrol(-101);   /* MPIOPT_PCONTROL_END */
         MPI_Allreduce(&local, &global, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     }
     if (rank == 0)

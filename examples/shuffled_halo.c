@@ -60,6 +60,7 @@ int main(int argc, char **argv)
     double *send = malloc(4 * sizeof(double) * (size_t)n), *recv = malloc(4 * sizeof(double) * (size_t)n);
     double v = rank + 1;
     MPI_Request req[8];
+    MPI_Status status[8];
     for (int s = 0; s < steps; s++) {
         for (int k = 0; k < 4 * n; k++)
             send[k] = v;
@@ -68,7 +69,7 @@ int main(int argc, char **argv)
             MPI_Irecv(recv + k * n, n, MPI_DOUBLE, nb[k], k ^ 1, MPI_COMM_WORLD, &req[k]);
             MPI_Isend(send + k * n, n, MPI_DOUBLE, nb[k], k, MPI_COMM_WORLD, &req[4 + k]);
         }
-        MPI_Waitall(8, req, MPI_STATUSES_IGNORE);
+        MPI_Waitall(8, req, status);
         v = v / 2 + (recv[0] + recv[n] + recv[2 * n] + recv[3 * n]) / 8;
     }
     double sum = 0;

@@ -11,6 +11,13 @@
 extern "C" {
 #endif
 
+/* Regions without linking anything: MPI_Pcontrol(MPIOPT_PCONTROL_BEGIN, "name") and
+ * MPI_Pcontrol(MPIOPT_PCONTROL_END) (Fortran: call MPI_Pcontrol(101) opens the region
+ * "pcontrol", call MPI_Pcontrol(-101) closes it). Levels far from the 0/1/2 of the MPI
+ * standard's suggestions, so programs that switch profiling on and off are not misread. */
+#define MPIOPT_PCONTROL_BEGIN 101
+#define MPIOPT_PCONTROL_END (-101)
+
 void mpiopt_region_begin(const char *name);
 void mpiopt_region_end(const char *name);
 

@@ -248,16 +248,16 @@ void mpiopt_region_end_(const char *n, size_t l) { region_end_f(n, l); }
 void mpiopt_region_end__(const char *n, size_t l) { region_end_f(n, l); }
 void MPIOPT_REGION_END(const char *n, size_t l) { region_end_f(n, l); }
 
-/* MPI_PCONTROL(level), the one call without an ierror argument: Fortran passes no name, so level 1 opens the region "pcontrol" and 0 or
- * -1 closes the innermost one. Not forwarded: MPICH's binding would call the C MPI_Pcontrol,
- * which reads a name after level 1 that Fortran never passed. */
+/* MPI_PCONTROL(level), the one call without an ierror argument: Fortran passes no name, so
+ * MPIOPT_PCONTROL_BEGIN opens the region "pcontrol" and MPIOPT_PCONTROL_END closes the innermost.
+ * Not forwarded: MPICH's binding would call the C MPI_Pcontrol, which reads a name after
+ * MPIOPT_PCONTROL_BEGIN that Fortran never passed. */
 static void pcontrol_profiled(void *level)
 {
     int l = *(MPI_Fint *)level;
-    if (l == 1)
+    if (l == MPIOPT_PCONTROL_BEGIN)
         mpiopt_region_begin("pcontrol");
-    else if (l == 0 || l == -1)
+    else if (l == MPIOPT_PCONTROL_END)
         mpiopt_region_end(NULL);
 }
-MPIOPT_FORTRAN_SYMBOLS(pcontrol_profiled, (void *level), (level), mpi_pcontrol,
-                       MPI_PCONTROL)
+MPIOPT_FORTRAN_SYMBOLS(pcontrol_profiled, (void *level), (level), mpi_pcontrol, MPI_PCONTROL)

@@ -98,18 +98,19 @@ int MPI_Request_free(MPI_Request *request)
     return next(request);
 }
 
-/* MPI_Pcontrol(1, "name") opens a user region, MPI_Pcontrol(0) or MPI_Pcontrol(-1) closes the
- * innermost open one. Other levels are ignored. A name is read only with level 1, the one level
- * at which the caller promises to pass it. */
+/* MPI_Pcontrol(MPIOPT_PCONTROL_BEGIN, "name") opens a user region, MPI_Pcontrol(
+ * MPIOPT_PCONTROL_END) closes the innermost open one (mpiopt_profile.h). Other levels, such as
+ * the common MPI_Pcontrol(1) / MPI_Pcontrol(0) without a name, are ignored: a name is read only
+ * at the one level where the caller promises to pass it. */
 int MPI_Pcontrol(const int level, ...)
 {
-    if (level == 1) {
+    if (level == MPIOPT_PCONTROL_BEGIN) {
         va_list ap;
         va_start(ap, level);
         const char *name = va_arg(ap, const char *);
         va_end(ap);
         mpiopt_region_begin(name ? name : "pcontrol");
-    } else if (level == 0 || level == -1) {
+    } else if (level == MPIOPT_PCONTROL_END) {
         mpiopt_region_end(NULL);
     }
     return MPI_SUCCESS;

@@ -163,6 +163,64 @@ def test_persistent_requests_count_when_started(tmp_path, flavour):
     assert matrix_of(data) == {(r, (r + 1) % n): (nbytes * iters, iters) for r in range(n)}
 
 
+@pytest.mark.parametrize("flavour", PROFILED)
+def test_other_communicators_nonblocking_and_persistent_collectives(tmp_path, flavour):
+    nbytes, iters, n = 40, 3, 4
+    data = profile(tmp_path, n, [plain(flavour), "misc", nbytes, iters])
+    assert data["regions"] == {}                       # MPI_Pcontrol(1) / (0) carry no name
+    assert data["calls"]["MPI_Iallreduce"]["bytes"]["min"] == 32
+    # the ring on the reversed communicator, in world ranks: r sends to r - 1
+    assert matrix_of(data) == {(r, (r - 1) % n): (nbytes, 1) for r in range(n)}
+    if "persistent collectives: no" in data["_stdout"]:
+        return
+    init = [c for c in data["calls"] if c.endswith("Allreduce_init")]
+    assert init == ["MPI_Allreduce_init" if flavour == "mpich" else "MPIX_Allreduce_init"]
+    assert data["calls"][init[0]]["bytes"]["max"] == 0
+    assert data["calls"]["MPI_Start"]["calls"]["min"] == iters
+    assert data["calls"]["MPI_Start"]["bytes"]["min"] == data["calls"]["MPI_Start"]["bytes"]["max"] == 8 * iters
+
+
+C_REGIONS = r"""
+#include <mpi.h>
+#include <time.h>
+#include "mpiopt_profile.h"
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    struct timespec ts = {0, 10000000L * rank};
+    for (int i = 0; i < 2; i++) {
+        mpiopt_region_begin("outer");
+        mpiopt_region_begin("inner");
+        nanosleep(&ts, NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        mpiopt_region_end("inner");
+        mpiopt_region_end("outer");
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("flavour", PROFILED)
+def test_region_api_linked(tmp_path, flavour):
+    src = tmp_path / "regions.c"
+    src.write_text(C_REGIONS)
+    lib = mpi.profile_library(flavour).parent
+    exe = tmp_path / "regions"
+    subprocess.run([f"mpicc.{flavour}", "-o", exe, src, f"-I{ROOT / 'include'}", f"-L{lib}",
+                    "-lmpiopt-profile", f"-Wl,-rpath,{lib}"], check=True)
+    data = profile(tmp_path, 3, [exe])
+    for name in ("outer", "inner"):
+        region = data["regions"][name]
+        assert region["count"]["min"] == region["count"]["max"] == 2
+        assert region["mpi_time"]["min"] > 0                  # the barrier is inside
+        assert (region["mpi_time"]["min_pe"], region["mpi_time"]["max_pe"]) == (2, 0)
+    assert data["calls"]["MPI_Barrier"]["calls"]["max"] == 2
+
+
 # ---- other languages, and with the drop-in ----
 
 @pytest.mark.parametrize("flavour", PROFILED)
