@@ -217,7 +217,9 @@ static void text_line(FILE *f, const char *label, const struct prof_stat *s, int
                       const char *fmt)
 {
     double avg = s->sum / ranks;
-    double imbalance = s->max > 0 ? 100.0 * (s->max - avg) / s->max : 0.0;
+    /* Imb% of design.md (CrayPat's): 100 when one rank holds all of it */
+    double imbalance = s->max > 0 && ranks > 1
+                           ? 100.0 * (s->max - avg) / s->max * ranks / (ranks - 1.0) : 0.0;
     char min[32], max[32], av[32];
     snprintf(min, sizeof min, fmt, s->min);
     snprintf(max, sizeof max, fmt, s->max);
@@ -242,7 +244,7 @@ int prof_write_text(const struct prof_report *rep, const char *dir)
     const struct prof_stat *st = rep->stats;
     fprintf(f, "Profile of %s\nNumber of processes %d\nMPI flavour %s\nCollective sync timing %s\n",
             program, rep->ranks, rep->flavour, rep->sync ? "on (MPIOPT_PROFILE_SYNC=1)" : "off");
-    fprintf(f, "imb%% = (max - avg) / max\n");
+    fprintf(f, "imb%% = 100 (max - avg) / max * N / (N - 1), N = number of processes\n");
     text_header(f, "System summary");
     for (int i = 0; i < 6; i++)
         text_line(f, system_metrics[i].label, &st[M_WALL + i], rep->ranks, i < 4 ? "%.3f" : "%.0f");

@@ -320,7 +320,11 @@ def test_report_views(tmp_path, mpiopt, flavour):
     r = mpiopt("report", pa)
     assert r.returncode == 0 and "System summary" in r.stdout and "Sendrecv" in r.stdout
     assert "unavailable" in r.stdout
-    assert "imb%" in (tmp_path / "a/prof/mpiopt-profile.txt").read_text()
+    assert "imb% = 100 (max - avg) / max * N / (N - 1)" in (tmp_path / "a/prof/mpiopt-profile.txt").read_text()
+    for line in doc["profiles"][0]["sections"]["MPI summary"]:
+        mx, avg = line["max"], line["avg"]
+        assert line["imbalance"] == pytest.approx(mx - avg)
+        assert line["imbalance_pct"] == pytest.approx(100 * (mx - avg) / mx * 4 / 3 if mx > 0 else 0)
     assert b["calls"]["MPI_Sendrecv"]["calls"]["max"] == 6
 
 

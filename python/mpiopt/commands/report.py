@@ -21,7 +21,8 @@ EXAMPLE = """examples:
   mpiopt report mpiopt-profile.json --png prof          prof-ranks.png, prof-matrix.png
   mpiopt report mpiopt-profile.json --json              the profile's sections as JSON
 
-imb% = (max - avg) / max. minPE / maxPE: the rank holding the min / max.
+imb% = 100 (max - avg) / max * N / (N - 1) for N ranks (CrayPat's: 100 when one rank holds
+all of it); --json also gives imbalance = max - avg. minPE / maxPE: the rank of the min / max.
 """
 
 
@@ -38,7 +39,7 @@ def _stat_cells(line: Line | None) -> list[str]:
         return ["", "", "", "", "", ""]
     s = line.stat
     return [_value(s["min"], line.kind), _value(s["max"], line.kind), _value(s["avg"], line.kind),
-            str(s["min_pe"]), str(s["max_pe"]), f"{line.imbalance:.1f}"]
+            str(s["min_pe"]), str(s["max_pe"]), f"{line.imbalance_pct:.1f}"]
 
 
 STAT_COLUMNS = ("min", "max", "avg", "minPE", "maxPE", "imb%")
@@ -98,7 +99,8 @@ def print_comparison(a, b, console: Console) -> None:
 
 
 def _lines_json(lines: list[Line]) -> list[dict]:
-    return [{"label": l.label, **l.stat, "imbalance_pct": l.imbalance} for l in lines]
+    return [{"label": l.label, **l.stat, "imbalance": l.imbalance, "imbalance_pct": l.imbalance_pct}
+            for l in lines]
 
 
 def report(args) -> int:

@@ -20,17 +20,31 @@ MPI = (("mpi_time", "Total MPI time", "time"), ("compute_time", "Total compute t
        ("collective_sync_time", "Total collective sync time", "time"))
 
 
+def imbalance_pct(stat: dict, ranks: int) -> float:
+    """Imb% = 100 (max - avg) / max * N / (N - 1) (design.md, CrayPat's): 100 when one rank holds
+    all of it, 0 when all hold the same (and for one rank, or max 0). Without the N / (N - 1)
+    factor this is issue 9's (max - avg) / max."""
+    mx = stat["max"]
+    if mx <= 0 or ranks < 2:
+        return 0.0
+    return 100.0 * (mx - stat["avg"]) / mx * ranks / (ranks - 1)
+
+
 @dataclass
 class Line:
     label: str
     stat: dict          # min, max, avg, min_pe, max_pe
     kind: str           # time, count, bytes, mb: how to print the values
+    ranks: int
 
     @property
     def imbalance(self) -> float:
-        """(max - avg) / max, in percent (0 when max is 0)."""
-        mx = self.stat["max"]
-        return 100.0 * (mx - self.stat["avg"]) / mx if mx > 0 else 0.0
+        """max - avg"""
+        return self.stat["max"] - self.stat["avg"]
+
+    @property
+    def imbalance_pct(self) -> float:
+        return imbalance_pct(self.stat, self.ranks)
 
 
 def _short(name: str) -> str:
@@ -41,26 +55,28 @@ def sections(p: Profile) -> list[tuple[str, list[Line]]]:
     """[(title, lines)] in the order of the Cray report; the MPI section includes the per-call
     lines of every call some rank made (time, then calls, then bytes and average bytes)."""
     d = p.data
-    system = [Line(label, d["system"][k], kind) for k, label, kind in SYSTEM if k in d["system"]]
-    mpi = [Line("Init-Finalize elapsed time", d["system"]["wall_time"], "time")] if "wall_time" in d["system"] else []
-    mpi += [Line(label, d["mpi"][k], kind) for k, label, kind in MPI if k in d["mpi"]]
+    n = p.ranks
+    system = [Line(label, d["system"][k], kind, n) for k, label, kind in SYSTEM if k in d["system"]]
+    mpi = [Line("Init-Finalize elapsed time", d["system"]["wall_time"], "time", n)] if "wall_time" in d["system"] else []
+    mpi += [Line(label, d["mpi"][k], kind, n) for k, label, kind in MPI if k in d["mpi"]]
     calls = d["calls"]
-    mpi += [Line(f"{_short(n)} total time", c["time"], "time") for n, c in calls.items()]
-    mpi += [Line(f"{_short(n)} calls", c["calls"], "count") for n, c in calls.items()]
-    for n, c in calls.items():
+    mpi += [Line(f"{_short(name)} total time", c["time"], "time", n) for name, c in calls.items()]
+    mpi += [Line(f"{_short(name)} calls", c["calls"], "count", n) for name, c in calls.items()]
+    for name, c in calls.items():
         if c["bytes"]["max"] > 0:
-            mpi += [Line(f"{_short(n)} total bytes", c["bytes"], "bytes"),
-                    Line(f"{_short(n)} average bytes", c["avg_bytes"], "bytes")]
+            mpi += [Line(f"{_short(name)} total bytes", c["bytes"], "bytes", n),
+                    Line(f"{_short(name)} average bytes", c["avg_bytes"], "bytes", n)]
     out = [("System summary", system), ("MPI summary", mpi)]
     regions = []
     for name, r in d["regions"].items():
-        regions += [Line(f"{name} count", r["count"], "count"), Line(f"{name} time", r["time"], "time"),
-                    Line(f"{name} MPI time", r["mpi_time"], "time")]
+        regions += [Line(f"{name} count", r["count"], "count", n),
+                    Line(f"{name} time", r["time"], "time", n),
+                    Line(f"{name} MPI time", r["mpi_time"], "time", n)]
     if regions:
         out.append(("Region summary", regions))
     counters = d.get("papi", {}).get("counters", {}) if d.get("papi", {}).get("available") else {}
     if counters:
-        out.append(("PAPI summary", [Line(name, stat, "count") for name, stat in counters.items()]))
+        out.append(("PAPI summary", [Line(name, stat, "count", n) for name, stat in counters.items()]))
     return out
 
 
@@ -92,7 +108,7 @@ def top_calls(p: Profile, n: int) -> list[dict]:
     """The n calls with the largest time on their slowest rank."""
     rows = [{"call": name, "max_time": c["time"]["max"], "max_pe": c["time"]["max_pe"],
              "avg_time": c["time"]["avg"], "calls": c["calls"]["max"],
-             "imbalance_pct": Line("", c["time"], "time").imbalance,
+             "imbalance_pct": imbalance_pct(c["time"], p.ranks),
              "share_of_mpi_time": c["time"]["avg"] / p.data["mpi"]["mpi_time"]["avg"]
              if p.data["mpi"]["mpi_time"]["avg"] else 0.0}
             for name, c in p.data["calls"].items()]
