@@ -9,6 +9,7 @@
 #include "mpiopt_profile.h"
 
 struct prof_state prof;
+int prof_use_tsc;
 __thread int prof_depth __attribute__((tls_model("initial-exec")));
 struct prof_region prof_regions[PROF_MAX_REGIONS];
 int prof_nregions;
@@ -252,6 +253,42 @@ double prof_mpi_time(void)
     return t;
 }
 
+/* The TSC is used where the kernel's clock source is it (see prof_use_tsc). */
+static int tsc_trusted(void)
+{
+#if defined(__x86_64__)
+    const char *clock = getenv("MPIOPT_PROFILE_CLOCK");
+    if (clock && strcmp(clock, "monotonic") == 0)
+        return 0;
+    char source[32] = "";
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+    if (f) {
+        if (!fgets(source, sizeof source, f))
+            source[0] = 0;
+        fclose(f);
+    }
+    return strncmp(source, "tsc", 3) == 0 && (source[3] == '\n' || source[3] == 0);
+#else
+    return 0;
+#endif
+}
+
+/* Every accumulated time from prof_now() units to seconds. */
+static void to_seconds(double scale)
+{
+    prof.t_init *= scale;
+    prof.t_final *= scale;
+    prof.sync_time *= scale;
+    for (int k = 0; k < 6; k++)
+        prof.time_kind[k] *= scale;
+    for (int c = 0; c < PROF_NCALLS; c++)
+        prof.call[c].time *= scale;
+    for (int i = 0; i < prof_nregions; i++) {
+        prof_regions[i].time *= scale;
+        prof_regions[i].mpi_time *= scale;
+    }
+}
+
 void prof_start(void)
 {
     const char *sync = getenv("MPIOPT_PROFILE_SYNC");
@@ -261,6 +298,8 @@ void prof_start(void)
     prof.matrix_bytes = calloc((size_t)prof.size, sizeof *prof.matrix_bytes);
     prof.matrix_msgs = calloc((size_t)prof.size, sizeof *prof.matrix_msgs);
     prof_papi_start();
+    prof_use_tsc = tsc_trusted();
+    prof.mono_init = prof_monotonic();
     prof.t_init = prof_now();
     prof.active = 1;
 }
@@ -268,11 +307,14 @@ void prof_start(void)
 void prof_finish(void)
 {
     prof.t_final = prof_now();
+    double seconds = prof_monotonic() - prof.mono_init;
     prof_papi_stop();
     for (int i = prof_nregions - 1; i >= 0; i--)
         if (prof_regions[i].open)
             mpiopt_region_end(prof_regions[i].name);
     prof.active = 0;
+    double units = prof.t_final - prof.t_init;
+    to_seconds(prof_use_tsc && units > 0 ? seconds / units : 1.0);
     prof_write_report();
 }
 

@@ -91,6 +91,19 @@ def test_imbalance_min_max_pe(tmp_path, examples, flavour, nranks):
     assert list(np.argsort(per_rank)) == list(range(nranks))
 
 
+@pytest.mark.parametrize("flavour", PROFILED[:1])
+@pytest.mark.parametrize("clock", ["tsc-if-trusted", "monotonic"])
+def test_times_are_seconds_with_either_clock(tmp_path, examples, flavour, clock):
+    steps, unit = 2, 50
+    data = profile(tmp_path, 2, [examples["imbalance", flavour], "--ramp", "-s", "-i", steps, "-u", unit],
+                   {"MPIOPT_PROFILE_CLOCK": clock})
+    slept = steps * unit / 1000       # rank 1, in region "physics"
+    physics = data["regions"]["physics"]["time"]
+    assert physics["max_pe"] == 1 and slept <= physics["max"] < slept + 0.05
+    wall = data["system"]["wall_time"]
+    assert physics["max"] <= wall["max"] and wall["max"] < slept + 5
+
+
 @pytest.mark.parametrize("flavour", PROFILED)
 def test_sync_off_by_default_and_single_rank(tmp_path, examples, flavour):
     data = profile(tmp_path, 1, [examples["imbalance", flavour], "--ramp", "-s", "-i", "2", "-u", "1"])
