@@ -40,7 +40,9 @@ void *prof_next(const char *name, const char *pmpi_name)
     if (!f)
         f = dlsym(RTLD_DEFAULT, pmpi_name);
     if (!f) {
-        fprintf(stderr, "libmpiopt-profile: neither %s nor %s found\n", name, pmpi_name);
+        fprintf(stderr, "libmpiopt-profile: neither %s nor %s found (a program linked with "
+                "-lmpiopt-profile needs -Wl,--no-as-needed before it, or the linker drops the "
+                "MPI library this forwards to)\n", name, pmpi_name);
         abort();
     }
     return f;

@@ -234,6 +234,41 @@ def test_region_api_linked(tmp_path, flavour):
     assert data["calls"]["MPI_Barrier"]["calls"]["max"] == 2
 
 
+F_REGIONS = """
+program regions
+  use mpi
+  implicit none
+  integer :: ierr, i
+  call MPI_Init(ierr)
+  do i = 1, 3
+    call mpiopt_region_begin('solver   ')
+    call MPI_Barrier(MPI_COMM_WORLD, ierr)
+    call mpiopt_region_end('solver')
+  end do
+  call MPI_Finalize(ierr)
+end program regions
+"""
+
+
+@pytest.mark.parametrize("flavour", PROFILED)
+def test_region_api_fortran(tmp_path, flavour):
+    src = tmp_path / "regions.f90"
+    src.write_text(F_REGIONS)
+    lib = mpi.profile_library(flavour).parent
+    exe = tmp_path / "fregions"
+    try:
+        # --no-as-needed: the library defines mpi_init_ & co., so the linker would otherwise drop
+        # the MPI's Fortran library they forward to (docs/profiling.md)
+        subprocess.run([f"mpif90.{flavour}", "-o", exe, src, "-Wl,--no-as-needed", f"-L{lib}",
+                        "-lmpiopt-profile", f"-Wl,-rpath,{lib}"], check=True)
+    except FileNotFoundError:
+        pytest.skip(f"no mpif90.{flavour}")
+    data = profile(tmp_path, 2, [exe])
+    region = data["regions"]["solver"]                    # trailing blanks dropped
+    assert region["count"]["min"] == region["count"]["max"] == 3
+    assert data["calls"]["MPI_Barrier"]["calls"]["min"] == 3
+
+
 # ---- other languages, and with the drop-in ----
 
 @pytest.mark.parametrize("flavour", PROFILED)
