@@ -174,12 +174,9 @@ static void init_profiled(void *ierr)
     static void (*next)(void *);
     if (!next)
         next = prof_next("mpi_init_", "pmpi_init_");
-    int nested = prof_depth;
-    prof_depth = 1;
+    int nested = prof_init_enter();
     next(ierr);
-    prof_depth = nested;
-    if (!nested && *(MPI_Fint *)ierr == MPI_SUCCESS)
-        prof_start();
+    prof_init_leave(nested, *(MPI_Fint *)ierr == MPI_SUCCESS);
 }
 MPIOPT_FORTRAN_SYMBOLS(init_profiled, (void *ierr), (ierr), mpi_init, MPI_INIT)
 
@@ -188,12 +185,9 @@ static void init_thread_profiled(void *required, void *provided, void *ierr)
     static void (*next)(void *, void *, void *);
     if (!next)
         next = prof_next("mpi_init_thread_", "pmpi_init_thread_");
-    int nested = prof_depth;
-    prof_depth = 1;
+    int nested = prof_init_enter();
     next(required, provided, ierr);
-    prof_depth = nested;
-    if (!nested && *(MPI_Fint *)ierr == MPI_SUCCESS)
-        prof_start();
+    prof_init_leave(nested, *(MPI_Fint *)ierr == MPI_SUCCESS);
 }
 MPIOPT_FORTRAN_SYMBOLS(init_thread_profiled, (void *a, void *b, void *c), (a, b, c),
                        mpi_init_thread, MPI_INIT_THREAD)

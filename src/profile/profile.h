@@ -121,6 +121,10 @@ static inline void prof_record(enum prof_call id, enum prof_kind kind, double t,
 }
 
 void prof_start(void);          /* after MPI_Init */
+/* Around the vendor's MPI_Init / MPI_Init_thread (C or Fortran): the MPI_Init a Fortran binding
+ * calls is not a second start. */
+int prof_init_enter(void);
+void prof_init_leave(int nested, int ok);
 void prof_finish(void);         /* before MPI_Finalize: reduce and write */
 
 /* Hardware counters (papi.c): read from prof_start to prof_finish where PAPI works; otherwise

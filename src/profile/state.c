@@ -306,6 +306,20 @@ void prof_start(void)
     prof.active = 1;
 }
 
+int prof_init_enter(void)
+{
+    int nested = prof_depth;
+    prof_depth = 1;
+    return nested;
+}
+
+void prof_init_leave(int nested, int ok)
+{
+    prof_depth = nested;
+    if (!nested && ok)
+        prof_start();
+}
+
 void prof_finish(void)
 {
     prof.t_final = prof_now();

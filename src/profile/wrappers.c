@@ -53,12 +53,9 @@ int MPI_Init(int *argc, char ***argv)
     static int (*next)(int *, char ***);
     if (!next)
         next = prof_next("MPI_Init", "PMPI_Init");
-    int nested = prof_depth;
-    prof_depth = 1;
+    int nested = prof_init_enter();
     int rc = next(argc, argv);
-    prof_depth = nested;
-    if (!nested && rc == MPI_SUCCESS)
-        prof_start();
+    prof_init_leave(nested, rc == MPI_SUCCESS);
     return rc;
 }
 
@@ -67,12 +64,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     static int (*next)(int *, char ***, int, int *);
     if (!next)
         next = prof_next("MPI_Init_thread", "PMPI_Init_thread");
-    int nested = prof_depth;
-    prof_depth = 1;
+    int nested = prof_init_enter();
     int rc = next(argc, argv, required, provided);
-    prof_depth = nested;
-    if (!nested && rc == MPI_SUCCESS)
-        prof_start();
+    prof_init_leave(nested, rc == MPI_SUCCESS);
     return rc;
 }
 
