@@ -217,14 +217,25 @@ int main(int argc, char **argv)
 """
 
 
+def build_linked(tmp_path: Path, compiler: str, source: str, suffix: str) -> Path:
+    """A program linked with libmpiopt-profile (for the region API). --no-as-needed: the library
+    defines mpi_init_ & co., so the linker would otherwise drop the MPI's Fortran library they
+    forward to (docs/profiling.md)."""
+    src = tmp_path / f"regions{suffix}"
+    src.write_text(source)
+    lib = mpi.profile_library(compiler.split(".")[-1]).parent
+    exe = tmp_path / f"regions{suffix.replace('.', '-')}"
+    try:
+        subprocess.run([compiler, "-o", exe, src, f"-I{ROOT / 'include'}", "-Wl,--no-as-needed",
+                        f"-L{lib}", "-lmpiopt-profile", f"-Wl,-rpath,{lib}"], check=True)
+    except FileNotFoundError:
+        pytest.skip(f"no {compiler}")
+    return exe
+
+
 @pytest.mark.parametrize("flavour", PROFILED)
 def test_region_api_linked(tmp_path, flavour):
-    src = tmp_path / "regions.c"
-    src.write_text(C_REGIONS)
-    lib = mpi.profile_library(flavour).parent
-    exe = tmp_path / "regions"
-    subprocess.run([f"mpicc.{flavour}", "-o", exe, src, f"-I{ROOT / 'include'}", f"-L{lib}",
-                    "-lmpiopt-profile", f"-Wl,-rpath,{lib}"], check=True)
+    exe = build_linked(tmp_path, f"mpicc.{flavour}", C_REGIONS, ".c")
     data = profile(tmp_path, 3, [exe])
     for name in ("outer", "inner"):
         region = data["regions"][name]
@@ -252,17 +263,7 @@ end program regions
 
 @pytest.mark.parametrize("flavour", PROFILED)
 def test_region_api_fortran(tmp_path, flavour):
-    src = tmp_path / "regions.f90"
-    src.write_text(F_REGIONS)
-    lib = mpi.profile_library(flavour).parent
-    exe = tmp_path / "fregions"
-    try:
-        # --no-as-needed: the library defines mpi_init_ & co., so the linker would otherwise drop
-        # the MPI's Fortran library they forward to (docs/profiling.md)
-        subprocess.run([f"mpif90.{flavour}", "-o", exe, src, "-Wl,--no-as-needed", f"-L{lib}",
-                        "-lmpiopt-profile", f"-Wl,-rpath,{lib}"], check=True)
-    except FileNotFoundError:
-        pytest.skip(f"no mpif90.{flavour}")
+    exe = build_linked(tmp_path, f"mpif90.{flavour}", F_REGIONS, ".f90")
     data = profile(tmp_path, 2, [exe])
     region = data["regions"]["solver"]                    # trailing blanks dropped
     assert region["count"]["min"] == region["count"]["max"] == 3
