@@ -9,6 +9,7 @@
 #define MPIOPT_H
 
 #include <mpi.h>
+#include "mpiopt_algorithms.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,14 +30,15 @@ const char *mpiopt_kernel_isa(void);
 
 /* ---- collectives ---- */
 
+/* MPIOPT_ALG_AUTO (0: chosen per call from the tuning table and cost model), MPIOPT_ALG_VENDOR
+ * (the MPI library's own PMPI_Allreduce / PMPI_Reduce), then one MPIOPT_ALG_<ID> per algorithm:
+ * MPIOPT_ALG_BINOMIAL, MPIOPT_ALG_RECURSIVE_DOUBLING, MPIOPT_ALG_RING, MPIOPT_ALG_RABENSEIFNER,
+ * MPIOPT_ALG_BINARY_BLOCKS, … as listed in mpiopt_algorithms.h; MPIOPT_ALG_COUNT last. */
 typedef enum {
-    MPIOPT_ALG_AUTO = 0,          /* chosen per call from the cost model and tuning table */
-    MPIOPT_ALG_VENDOR,            /* the MPI library's own PMPI_Allreduce / PMPI_Reduce */
-    MPIOPT_ALG_BINOMIAL,
-    MPIOPT_ALG_RECURSIVE_DOUBLING,
-    MPIOPT_ALG_RING,
-    MPIOPT_ALG_RABENSEIFNER,
-    MPIOPT_ALG_BINARY_BLOCKS,
+#define MPIOPT_ENUM_ROW(ID, ...) MPIOPT_ALG_##ID,
+    MPIOPT_SELECTOR_LIST(MPIOPT_ENUM_ROW)
+    MPIOPT_ALGORITHM_LIST(MPIOPT_ENUM_ROW)
+#undef MPIOPT_ENUM_ROW
     MPIOPT_ALG_COUNT
 } mpiopt_algorithm;
 

@@ -35,8 +35,10 @@ def parse_sizes(text: str, minimum: int = 0) -> list[int]:
         if ":" in part:
             lo_text, hi_text = part.split(":", 1)
             lo, hi = parse_size(lo_text, minimum), parse_size(hi_text, minimum)
-            if lo < 1 or hi < lo:
-                raise UsageError(f"bad size range {part!r}: need 1 <= MIN <= MAX")
+            if lo < 1:
+                raise UsageError(f"bad size range {part!r}: MIN must be at least 1 byte")
+            if hi < lo:
+                raise UsageError(f"bad size range {part!r}: the minimum is larger than the maximum")
             s = lo
             while s <= hi:
                 sizes.add(s)
@@ -63,11 +65,11 @@ def parse_int_list(text: str, what: str, minimum: int | None = None,
         try:
             v = int(t)
         except ValueError:
-            raise UsageError(f"{what}: {t!r} is not an integer (in {text!r})") from None
+            raise UsageError(f"bad {what} {text!r}: {t!r} is not an integer") from None
         if minimum is not None and v < minimum:
-            raise UsageError(f"{what}: {v} is less than {minimum} (in {text!r})")
+            raise UsageError(f"bad {what} {text!r}: {v} is less than {minimum}")
         if maximum is not None and v > maximum:
-            raise UsageError(f"{what}: {v} is more than {maximum} (in {text!r})")
+            raise UsageError(f"bad {what} {text!r}: {v} is more than {maximum}")
         out.append(v)
     return out
 

@@ -139,3 +139,23 @@ int mpiopt_reduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count, i
     free(b.rank_of);
     return rc;
 }
+
+/* The terms in the top comment: Rabenseifner's on the biggest block, plus each smaller block's
+ * exchange with it. */
+double mpiopt_cost_binary_blocks(const mpiopt_cost_call *x, int is_reduce)
+{
+    if (x->p2 == x->p)    /* one block: Rabenseifner's halving and doubling */
+        return mpiopt_cost_rabenseifner(x, is_reduce);
+    double a = x->params->alpha, b = x->params->beta, g = x->params->gamma, n = x->n;
+    double big = x->p2;
+    double t = 2 * x->levels * a + 2 * (big - 1) / big * n * b + (big - 1) / big * n * g;
+    for (int k = x->levels - 1; k >= 0; k--) {
+        if (!(x->p & (1 << k)))
+            continue;
+        double s = (double)(1 << k);
+        t += (big / s) * a + n / s * b + n / big * g;        /* to the biggest block */
+        if (!is_reduce)
+            t += (big / s) * a + n / s * b;                  /* and back */
+    }
+    return t;
+}

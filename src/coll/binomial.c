@@ -60,6 +60,12 @@ int mpiopt_reduce_binomial(const mpiopt_coll *c, void *buf, size_t count, int ro
     return mpiopt_forward_result(c, buf, count, tree_root, root);
 }
 
+double mpiopt_cost_binomial(const mpiopt_cost_call *x, int is_reduce)
+{
+    /* reduce up the tree (and, for allreduce, broadcast down it) */
+    return mpiopt_cost_steps(x, x->lc, is_reduce ? 1 : 2, 0, 0) + x->lc * x->n * x->params->gamma;
+}
+
 int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count)
 {
     int rc = reduce_tree(c, buf, count, 0);

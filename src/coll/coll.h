@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include "mpiopt.h"
 #include "op_kernel.h"
+#include "cost_model.h"
 
 /* One collective call as the algorithms see it. */
 typedef struct {
@@ -136,18 +137,42 @@ int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count);
 /* Binomial broadcast of count elements from rank root. */
 int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int root);
 
-/* ---- the algorithms: buf receives the result. recursive_doubling, ring and rabenseifner read
- * this rank's contribution from c->src when it is set; the others need it in buf (c->src NULL). */
-int mpiopt_allreduce_binomial(const mpiopt_coll *c, void *buf, size_t count);
-int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count);
-int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count);
-int mpiopt_allreduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count);
-int mpiopt_allreduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count);
-/* Reduce: buf is scratch of count elements on every rank; the result lands in the root's buf. */
-int mpiopt_reduce_binomial(const mpiopt_coll *c, void *buf, size_t count, int root);
-int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root);
-int mpiopt_reduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count, int root);
-int mpiopt_reduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count, int root);
+/* ---- the algorithms (one file each, one row each in include/mpiopt_algorithms.h) ----
+ * allreduce: buf receives the result; the algorithms flagged MPIOPT_READS_SRC read this rank's
+ * contribution from c->src when it is set, the others need it in buf (c->src NULL).
+ * reduce: buf is scratch of count elements on every rank (this rank's contribution in it); the
+ * result lands in the root's buf.
+ * cost: the predicted seconds of one call (cost_model.h), the formula of the file's top comment. */
+#define MPIOPT_DECLARE_ALGORITHM(ID, name, ...)                                             \
+    int mpiopt_allreduce_##name(const mpiopt_coll *c, void *buf, size_t count);             \
+    int mpiopt_reduce_##name(const mpiopt_coll *c, void *buf, size_t count, int root);      \
+    double mpiopt_cost_##name(const mpiopt_cost_call *x, int is_reduce);
+MPIOPT_ALGORITHM_LIST(MPIOPT_DECLARE_ALGORITHM)
+#undef MPIOPT_DECLARE_ALGORITHM
+
+/* The registry (algorithms.c): one entry per mpiopt_algorithm, from mpiopt_algorithms.h. The
+ * selectors (auto, vendor) have no functions. */
+typedef struct {
+    const char *name;           /* as in MPIOPT_ALLREDUCE and tuning files */
+    const char *short_name;     /* a narrow table column */
+    int (*allreduce)(const mpiopt_coll *c, void *buf, size_t count);
+    int (*reduce)(const mpiopt_coll *c, void *buf, size_t count, int root);
+    double (*cost)(const mpiopt_cost_call *x, int is_reduce);
+    unsigned flags;             /* MPIOPT_KEEPS_ORDER, MPIOPT_READS_SRC, … */
+    int min_count;
+} mpiopt_algorithm_info;
+extern const mpiopt_algorithm_info mpiopt_algorithms[MPIOPT_ALG_COUNT];
+
+/* MPIOPT_ALG_* for a name as in MPIOPT_ALLREDUCE, or -1. */
+int mpiopt_algorithm_from_name(const char *name);
+/* "auto, vendor, binomial, …" into out (for help texts and warnings). */
+void mpiopt_algorithm_names(char *out, size_t outlen);
+/* 1 if algorithm a can run a call on p processes with this op: rank order for non-commutative
+ * ops, a power of two where it needs one (the selectors always can). */
+int mpiopt_algorithm_fits(mpiopt_algorithm a, int p, int commutative);
+/* 1 if a can take count elements of an op (predefined or not) once selected; else the call goes
+ * to the vendor. */
+int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op);
 
 /* ---- selection (select.c) ---- */
 /* The algorithm to run: `requested` unless it is AUTO (then the env var, tuning table or cost
@@ -155,8 +180,6 @@ int mpiopt_reduce_binary_blocks(const mpiopt_coll *c, void *buf, size_t count, i
  * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong). */
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
-/* 1 if the algorithm reduces in rank order (valid for non-commutative ops). */
-int mpiopt_keeps_order(int is_reduce, mpiopt_algorithm a);
 
 /* Largest power of two <= p, and its log2. */
 static inline int mpiopt_pow2_floor(int p, int *log2p)

@@ -1,5 +1,42 @@
+/* Argument checks shared by allreduce.c and reduce.c. */
 #include <stddef.h>
+#include "coll.h"
 #include "collective_args.h"
+
+static int predefined_op(MPI_Op op)
+{
+    return op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
+           op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
+           op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
+}
+
+int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+{
+    int commutative;
+    size_t bytes;
+    plan->algorithm = MPIOPT_ALG_VENDOR;
+    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
+        return MPI_ERR_ARG;
+    if (requested == MPIOPT_ALG_VENDOR || !mpiopt_coll_shape(comm, count, datatype, &plan->p, &bytes)
+        || (is_reduce && (root < 0 || root >= plan->p))
+        || PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
+        return MPI_SUCCESS;
+    PMPI_Comm_rank(comm, &plan->rank);
+    /* MPICH's allreduce may give ranks different bits (collective_args.h): not for auto */
+    int vendor_ok = !mpiopt_vendor_result_wrong(datatype, op) &&
+                    (is_reduce || !mpiopt_vendor_allreduce_ranks_differ(datatype, op));
+    mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
+                                       vendor_ok, plan->rank);
+    const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
+    if ((is_reduce ? info->reduce == NULL : info->allreduce == NULL) ||
+        !mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
+        !mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
+                                              predefined_op(op) : 1))
+        return MPI_SUCCESS;
+    plan->algorithm = a;
+    return MPI_SUCCESS;
+}
 
 int mpiopt_coll_shape(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes)
 {

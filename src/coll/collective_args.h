@@ -4,6 +4,19 @@
 #define MPIOPT_COLLECTIVE_ARGS_H
 
 #include <mpi.h>
+#include "mpiopt.h"
+
+/* What mpiopt_allreduce / mpiopt_reduce decided for a call. */
+typedef struct {
+    mpiopt_algorithm algorithm;     /* never AUTO; VENDOR: hand the call to PMPI_* unchanged */
+    int p, rank;
+} mpiopt_call_plan;
+
+/* The checks and the selection both operations share, cheap facts first so that a call handed to
+ * the vendor costs next to nothing more than the vendor's own. is_reduce: root is checked too.
+ * Returns MPI_ERR_ARG for an algorithm argument out of range, else MPI_SUCCESS with *plan set. */
+int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
 
 /* The cheap part, enough to select an algorithm: 0 for arguments the vendor should judge (null
  * handles, negative count); else sets *p (the communicator's size) and *bytes (count * size). */

@@ -50,3 +50,11 @@ int mpiopt_reduce_rabenseifner(const mpiopt_coll *c, void *buf, size_t count, in
     mpiopt_fold_end(&f);
     return rc;
 }
+
+double mpiopt_cost_rabenseifner(const mpiopt_cost_call *x, int is_reduce)
+{
+    /* halving then doubling (or the gather): 2 messages at step k, of n / 2^(k+1) bytes; the
+     * reduce needs no way back from the fold */
+    return mpiopt_cost_steps(x, x->levels, 2, 1, x->latency_hd) +
+           (x->p2 - 1) / x->p2 * x->n * x->params->gamma + (is_reduce ? x->fold_in : x->fold);
+}

@@ -46,3 +46,16 @@ int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t 
     mpiopt_fold_end(&f);
     return rc;
 }
+
+/* Recursive doubling as a reduce: the allreduce, and the root keeps the result (fewest rounds for
+ * small messages). */
+int mpiopt_reduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count, int root)
+{
+    return mpiopt_allreduce_recursive_doubling(c, buf, count);
+}
+
+double mpiopt_cost_recursive_doubling(const mpiopt_cost_call *x, int is_reduce)
+{
+    return mpiopt_cost_steps(x, x->levels, 1, 0, x->latency_rd) +
+           x->levels * x->n * x->params->gamma + x->fold;
+}

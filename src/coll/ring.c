@@ -130,3 +130,10 @@ int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
     free(reqs);
     return rc;
 }
+
+double mpiopt_cost_ring(const mpiopt_cost_call *x, int is_reduce)
+{
+    mpiopt_link_cost r = mpiopt_cost_ring_link(x);
+    return 2 * (x->p - 1) * (r.alpha + x->n / x->p * r.beta) +
+           (double)(x->p - 1) / x->p * x->n * x->params->gamma;
+}

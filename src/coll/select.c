@@ -104,10 +104,10 @@ static void load_settings(void)
             continue;
         forced[w] = mpiopt_algorithm_from_name(name);
         if (forced[w] < 0) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "%s=%s is not an algorithm (auto, vendor, binomial, "
-                     "recursive_doubling, ring, rabenseifner, binary_blocks): using auto",
-                     vars[w], name);
+            char names[256], msg[512];
+            mpiopt_algorithm_names(names, sizeof names);
+            snprintf(msg, sizeof msg, "%s=%.64s is not an algorithm (%s): using auto", vars[w],
+                     name, names);
             warn(msg);
         }
         if (forced[w] == MPIOPT_ALG_AUTO)
@@ -126,18 +126,13 @@ static void load_settings(void)
     }
 }
 
-int mpiopt_keeps_order(int is_reduce, mpiopt_algorithm a)
-{
-    return a == MPIOPT_ALG_VENDOR || a == MPIOPT_ALG_BINOMIAL ||
-           a == MPIOPT_ALG_RECURSIVE_DOUBLING || a == MPIOPT_ALG_RABENSEIFNER;
-}
-
 static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commutative)
 {
-    mpiopt_algorithm best = MPIOPT_ALG_BINOMIAL;
+    /* the vendor when nothing of mpiopt's fits (cannot happen while binomial keeps order) */
+    mpiopt_algorithm best = MPIOPT_ALG_VENDOR;
     double best_t = -1;
-    for (int a = MPIOPT_ALG_BINOMIAL; a < MPIOPT_ALG_COUNT; a++) {
-        if (!commutative && !mpiopt_keeps_order(is_reduce, (mpiopt_algorithm)a))
+    for (int a = 0; a < MPIOPT_ALG_COUNT; a++) {
+        if (!mpiopt_algorithms[a].cost || !mpiopt_algorithm_fits((mpiopt_algorithm)a, p, commutative))
             continue;
         double t = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, p, (double)bytes,
                                        &tuning.model);
@@ -157,7 +152,7 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
         if (rows[i].ranks != p || (double)bytes > rows[i].max_bytes)
             continue;
         mpiopt_algorithm a = rows[i].algorithm;
-        if ((commutative || mpiopt_keeps_order(is_reduce, a)) &&
+        if (mpiopt_algorithm_fits(a, p, commutative) &&
             (vendor_ok || a != MPIOPT_ALG_VENDOR))
             return a;
         return cheapest(is_reduce, p, bytes, commutative);
@@ -209,7 +204,7 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
     if (a == MPIOPT_ALG_AUTO && forced[is_reduce] >= 0)
         a = (mpiopt_algorithm)forced[is_reduce];
     if (a != MPIOPT_ALG_AUTO) {
-        if (!commutative && !mpiopt_keeps_order(is_reduce, a))
+        if (!mpiopt_algorithm_fits(a, p, commutative))
             a = cheapest(is_reduce, p, bytes, commutative);
     } else if (bytes < ((uint64_t)1 << 36) && p < (1 << 22)) {
         uint64_t key = cache_key(is_reduce, p, bytes, commutative, vendor_ok);

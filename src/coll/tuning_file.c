@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "coll.h"
 #include "tuning_file.h"
 
 typedef struct {
@@ -370,12 +371,4 @@ int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen
     }
     free(text);
     return rc;
-}
-
-int mpiopt_algorithm_from_name(const char *name)
-{
-    for (int a = 0; a < MPIOPT_ALG_COUNT; a++)
-        if (!strcmp(name, mpiopt_algorithm_name((mpiopt_algorithm)a)))
-            return a;
-    return -1;
 }

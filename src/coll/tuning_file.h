@@ -23,7 +23,5 @@ typedef struct {
 /* Parses a tuning file into *t (rows sorted). Returns 0, or -1 with a message in err. Fields not
  * in the file keep the values *t had. */
 int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen);
-/* MPIOPT_ALG_* for a name as in MPIOPT_ALLREDUCE, or -1. */
-int mpiopt_algorithm_from_name(const char *name);
 
 #endif

@@ -9,7 +9,7 @@
  * ranks, bit for bit. The sendbuf of every call not in place (allreduce, and reduce on every
  * rank) must come back bitwise unchanged.
  *
- *   test-coll_check [--algorithms auto,vendor,…] [--counts 0,1,…] [--roots all|ends|last]
+ *   test-coll_check [--algorithms all|auto,vendor,…] [--counts 0,1,…] [--roots all|ends|last]
  *                   [--cases all|quick|minimal] [--big-cases all|quick|minimal]
  *                   [--comms world,dup,split,self] [--reduce 0|1]
  * --big-cases: the cases run at counts >= 10000 (default: as --cases).
@@ -423,7 +423,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-    const char *alg_list = "auto,vendor,binomial,recursive_doubling,ring,rabenseifner,binary_blocks";
+    const char *alg_list = "all";   /* every row of the registry: a new algorithm is tested as is */
     const char *count_list = "0,1,p-1,p,p+1,1000,65537";
     const char *comm_list = "world,dup,split,self";
     int all_roots = 0, quick = 0, big_quick = 0, do_reduce = 1;
@@ -442,9 +442,12 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
-    int algs[16], nalgs = 0;
-    char *copy = strdup(alg_list), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && nalgs < 16; tok = strtok_r(NULL, ",", &save)) {
+    int algs[MPIOPT_ALG_COUNT], nalgs = 0, all = !strcmp(alg_list, "all");
+    for (int k = 0; all && k < MPIOPT_ALG_COUNT; k++)
+        algs[nalgs++] = k;
+    char *copy = strdup(all ? "" : alg_list), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && nalgs < MPIOPT_ALG_COUNT;
+         tok = strtok_r(NULL, ",", &save)) {
         int a = -1;
         for (int k = 0; k < MPIOPT_ALG_COUNT; k++)
             if (!strcmp(tok, mpiopt_algorithm_name((mpiopt_algorithm)k)))

@@ -7,10 +7,11 @@ import sys
 
 import pytest
 
-from mpiopt import mpi
+from mpiopt import algorithms, mpi
 
-ALGORITHMS = ["vendor", "auto", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks"]
 FLAVOURS = [f for f in mpi.FLAVOURS if mpi.binary(f, "mpiopt-allreduce").exists()]
+# every choice the registry lists, vendor first (the benchmark's column order for "all")
+ALGORITHMS = algorithms.names() if FLAVOURS else []
 needs_build = pytest.mark.skipif(not FLAVOURS, reason="mpiopt-allreduce not built (make build)")
 
 

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from mpiopt import mpi
+from mpiopt import algorithms, mpi
 from mpiopt.commands import tune
 
-ALGORITHMS = {"vendor", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks"}
 FLAVOURS = [f for f in mpi.FLAVOURS if mpi.binary(f, "mpiopt-allreduce").exists()]
+ALGORITHMS = set(algorithms.names(kinds=("vendor", "mpiopt"))) if FLAVOURS else set()
 needs_build = pytest.mark.skipif(not FLAVOURS, reason="mpiopt-allreduce not built (make build)")
 
 

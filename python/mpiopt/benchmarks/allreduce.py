@@ -14,7 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import mpi
+from .. import algorithms, mpi
+from ..errors import UsageError
+from ..units import parse_names, parse_ranks, parse_sizes, size_label
 
 NAME = "allreduce"
 HELP = "allreduce algorithms vs the vendor's MPI_Allreduce (latency, bandwidth, plot)"
@@ -33,67 +35,18 @@ BAR_ANY = 0.8
 # Comparisons use the median over iterations of the slowest rank's time: on a shared machine one
 # descheduled rank stretches single calls by milliseconds and would dominate OSU's average.
 STAT = "median_us"
-ALGORITHMS = ("vendor", "auto", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks")
-SHORT_NAMES = {"recursive_doubling": "rec_dbl", "rabenseifner": "rabenseif", "binary_blocks": "bin_blocks"}
-
-def parse_bytes(text: str) -> int:
-    """'8', '64K', '16M', '1GiB' -> bytes (binary units), at least 1."""
-    from ..cli import UsageError
-    from ..simulation.options import parse_bytes as parse
-    try:
-        value = parse(text)
-    except ValueError:
-        raise UsageError(f"bad size {text!r} (expected bytes such as 8, 64K, 16M)")
-    if value < 1:
-        raise UsageError(f"bad size {text!r}: must be at least 1 byte")
-    return value
-
-
-def parse_size_range(text: str) -> tuple[int, int]:
-    """'MIN:MAX' (or just 'MAX', from 8 bytes) -> (min, max) in bytes."""
-    from ..cli import UsageError
-    lo, sep, hi = text.partition(":")
-    low, high = (parse_bytes(lo), parse_bytes(hi)) if sep else (8, parse_bytes(lo))
-    if low > high:
-        raise UsageError(f"bad size range {text!r}: the minimum is larger than the maximum")
-    return low, high
-
-
-def parse_ranks(text: str) -> list[int]:
-    """'2,4' -> [2, 4]."""
-    from ..cli import UsageError
-    try:
-        ranks = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        ranks = []
-    if not ranks or any(p < 1 for p in ranks):
-        raise UsageError(f"bad process counts {text!r} (expected e.g. 2,4)")
-    return ranks
-
-
-def human_bytes(n: int) -> str:
-    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return f"{n}"
+MAX_SIZES = 64      # sizes the C benchmark takes in one list
 
 
 def parse_algorithms(text: str) -> str:
     """Checks a --algorithms value here, so a typo is a usage error before any MPI run."""
-    from ..cli import UsageError
-    if text == "all":
-        return text
-    names = text.split(",")
-    bad = [n for n in names if n not in ALGORITHMS]
-    if bad or len(set(names)) != len(names):
-        raise UsageError(f"bad --algorithms {text!r}: expected all or a comma-separated list of "
-                         f"{', '.join(ALGORITHMS)} without repeats")
+    if text != "all":
+        parse_names(text, "--algorithms", algorithms.names())
     return text
 
 
 def choose_flavours(requested: str) -> list[str]:
     """`all` -> every flavour whose libmpiopt and benchmark are built; else that one, checked."""
-    from ..cli import UsageError
     if requested == "all":
         flavours = [f for f in mpi.built_flavours() if mpi.binary(f, BENCH_BINARY).exists()]
         if not flavours:
@@ -106,15 +59,15 @@ def choose_flavours(requested: str) -> list[str]:
     return [requested]
 
 
-def measure(flavour: str, np: int, sizes: tuple[int, int], algorithms: str = "all",
+def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", reduce: bool = False,
             validate: bool = False, time_limit: float = 0, timeout: float = 900) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results")."""
-    argv = [mpi.binary(flavour, BENCH_BINARY), "-m", f"{sizes[0]}:{sizes[1]}",
+    argv = [mpi.binary(flavour, BENCH_BINARY), "-m", ",".join(map(str, sorted(sizes))),
             "-i", iterations, "-x", warmup, "--iterations-large", iterations_large,
             "--warmup-large", warmup_large, "-T", datatype, "--op", op,
-            "--algorithms", algorithms, "--json"]
+            "--algorithms", columns, "--json"]
     if time_limit > 0:
         argv += ["--time-limit", time_limit]
     if reduce:
@@ -163,11 +116,11 @@ def bar_holds(ratios: dict[int, float]) -> bool:
 def add_arguments(p) -> None:
     p.add_argument("-np", default="2,4", metavar="LIST", help="process counts, comma-separated (default 2,4)")
     p.add_argument("--flavour", default="all", help="openmpi, mpich or all built ones (default all)")
-    p.add_argument("--sizes", default="8:16M", metavar="MIN:MAX",
-                   help="message sizes in bytes, doubling; K/M suffixes allowed (default 8:16M)")
+    p.add_argument("--sizes", default="8:16M", metavar="LIST",
+                   help="message sizes: bytes with K/M/G suffixes, MIN:MAX for every power of two "
+                   "between, comma-separated (default 8:16M; docs/benchmarks.md)")
     p.add_argument("--algorithms", default="all",
-                   help="comma-separated algorithms (vendor, auto, binomial, recursive_doubling, ring, "
-                   "rabenseifner, binary_blocks) or all (default)")
+                   help="comma-separated algorithms (`mpiopt-allreduce --list-algorithms`) or all (default)")
     p.add_argument("--iterations", type=int, default=200, help="timed iterations up to 8 KiB (default 200)")
     p.add_argument("--iterations-large", type=int, default=30, help="timed iterations above 8 KiB (default 30)")
     p.add_argument("--warmup", type=int, default=20, help="warm-up iterations up to 8 KiB (default 20)")
@@ -183,7 +136,6 @@ def add_arguments(p) -> None:
 
 def check_counts(args) -> None:
     """The iteration, warm-up and time-limit options (shared with `mpiopt tune`)."""
-    from ..cli import UsageError
     for name in ("iterations", "iterations_large"):
         if getattr(args, name) < 1:
             raise UsageError(f"--{name.replace('_', '-')} must be at least 1")
@@ -192,11 +144,13 @@ def check_counts(args) -> None:
             raise UsageError(f"--{name.replace('_', '-')} must not be negative")
 
 
-def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
+def _check_args(args) -> tuple[list[str], list[int], list[int]]:
     check_counts(args)
     ranks = parse_ranks(args.np)
+    sizes = parse_sizes(args.sizes, minimum=1)
+    if len(sizes) > MAX_SIZES:
+        raise UsageError(f"--sizes {args.sizes!r} names {len(sizes)} sizes; at most {MAX_SIZES} in one run")
     parse_algorithms(args.algorithms)
-    sizes = parse_size_range(args.sizes)
     flavours = choose_flavours(args.flavour)
     return flavours, ranks, sizes
 
@@ -204,7 +158,6 @@ def _check_args(args) -> tuple[list[str], list[int], tuple[int, int]]:
 def run(args) -> int:
     from rich.console import Console
     from rich.progress import Progress
-    from ..cli import UsageError
 
     flavours, ranks, sizes = _check_args(args)
     # wide enough for a column per algorithm when the output is not a terminal (files, CI logs)
@@ -250,20 +203,21 @@ def run(args) -> int:
 
 def print_table(console, doc: dict) -> None:
     from rich.table import Table
-    algorithms = doc["algorithms"]
+    columns = doc["algorithms"]
+    short = algorithms.short_names(doc["flavour"])
     op = "MPI_Reduce" if doc["operation"] == "reduce" else "MPI_Allreduce"
     table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
                   "median latency (us)", title_justify="left")
     table.add_column("bytes", justify="right")
-    for alg in algorithms:
-        table.add_column(SHORT_NAMES.get(alg, alg), justify="right")
+    for alg in columns:
+        table.add_column(short.get(alg, alg), justify="right")
     ratios = auto_ratios(doc)
     if ratios:
         table.add_column("vendor/auto", justify="right")
     for size, rows in sorted(by_size(doc).items()):
         fastest = min(rows.values(), key=lambda r: r[STAT])["algorithm"]
-        cells = [human_bytes(size)]
-        for alg in algorithms:
+        cells = [size_label(size)]
+        for alg in columns:
             text = f"{rows[alg][STAT]:.1f}" if alg in rows else "-"
             cells.append(f"[bold green]{text}[/]" if alg == fastest else text)
         if ratios:
@@ -274,7 +228,7 @@ def print_table(console, doc: dict) -> None:
     console.print(table)
     if ratios:
         verdict = "holds" if bar_holds(ratios) else "does NOT hold"
-        console.print(f"bar (auto >= {BAR_LARGE}x vendor from {human_bytes(BAR_FROM_BYTES)}, never < {BAR_ANY}x): "
+        console.print(f"bar (auto >= {BAR_LARGE}x vendor from {size_label(BAR_FROM_BYTES)}, never < {BAR_ANY}x): "
                       f"[bold]{verdict}[/] for {doc['flavour']}, {doc['ranks']} ranks "
                       f"(min ratio {min(ratios.values()):.2f}x; fastest per size in green)\n")
 

@@ -16,9 +16,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from .. import mpi
+from .. import algorithms, mpi
 from ..benchmarks import allreduce as bench
-from ..cli import UsageError
+from ..errors import UsageError
+from ..units import parse_ranks, parse_sizes
 
 EXAMPLE = """examples:
   mpiopt tune                            p = 2 and 4, every built MPI -> results/tuning-<flavour>.json
@@ -36,7 +37,6 @@ LAST_MAX_BYTES = 1 << 40
 # least this much faster: measurements on a shared machine are noisy, and a wrong switch costs more
 # than a missed one.
 MARGIN = 0.03
-TUNED_ALGORITHMS = ("vendor", "binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks")
 
 
 def choose(rows: dict[str, dict], previous: str | None) -> str:
@@ -112,7 +112,7 @@ def fit_model(docs: list[dict], cost_model) -> dict[str, float]:
 
 
 def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dict], cost_model,
-                 sizes: tuple[int, int]) -> dict:
+                 sizes: list[int]) -> dict:
     return {
         "version": 1,
         "flavour": flavour,
@@ -121,7 +121,7 @@ def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dic
         "reduce": [row for doc in reduce_docs for row in table_rows(doc)],
         # extra keys are skipped by libmpiopt's reader; they say where the numbers come from
         "measured": {"by": "mpiopt tune", "ranks": sorted({d["ranks"] for d in allreduce_docs}),
-                     "min_bytes": sizes[0], "max_bytes": sizes[1], "statistic": "median of the slowest rank",
+                     "min_bytes": min(sizes), "max_bytes": max(sizes), "statistic": "median of the slowest rank",
                      "mpi_library": allreduce_docs[0].get("mpi_library", "") if allreduce_docs else ""},
     }
 
@@ -167,8 +167,8 @@ def run(args) -> int:
     from .model import CostModel
 
     bench.check_counts(args)
-    ranks = bench.parse_ranks(args.np)
-    sizes = bench.parse_size_range(args.sizes)
+    ranks = parse_ranks(args.np)
+    sizes = parse_sizes(args.sizes, minimum=1)
     flavours = bench.choose_flavours(args.flavour)
     outputs = _output_paths(args, flavours)
     operations = ["allreduce"] + ([] if args.no_reduce else ["reduce"])
@@ -178,13 +178,14 @@ def run(args) -> int:
     with Progress(console=Console(stderr=True), transient=True) as progress:
         task = progress.add_task("tuning", total=len(flavours) * len(ranks) * len(operations))
         for flavour in flavours:
+            tuned = algorithms.names(flavour, kinds=("vendor", "mpiopt"))
             docs = {op: [] for op in ("allreduce", "reduce")}
             for np in ranks:
                 for op in operations:
                     progress.update(task, description=f"tune: {flavour}, {np} ranks, {op}")
                     try:
                         docs[op].append(bench.measure(
-                            flavour, np, sizes, ",".join(TUNED_ALGORITHMS), args.iterations, args.warmup,
+                            flavour, np, sizes, ",".join(tuned), args.iterations, args.warmup,
                             args.iterations_large, args.warmup_large, reduce=op == "reduce",
                             time_limit=args.time_limit))
                     except RuntimeError as e:
@@ -229,7 +230,8 @@ def register(sub) -> None:
                    help="tuning file to write (default RESULTS/tuning-<flavour>.json; "
                    "{flavour} in the name is replaced)")
     p.add_argument("--results", default="results", help="directory for the default output (default results)")
-    p.add_argument("--sizes", default="8:16M", metavar="MIN:MAX", help="message sizes, doubling (default 8:16M)")
+    p.add_argument("--sizes", default="8:16M", metavar="LIST",
+                   help="message sizes as in `mpiopt bench allreduce` (default 8:16M: every power of two)")
     p.add_argument("--iterations", type=int, default=30, help="timed iterations up to 8 KiB (default 30)")
     p.add_argument("--iterations-large", type=int, default=8, help="timed iterations above 8 KiB (default 8)")
     p.add_argument("--warmup", type=int, default=3, help="warm-up iterations up to 8 KiB (default 3)")

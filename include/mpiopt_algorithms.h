@@ -1,0 +1,36 @@
+/* The one list of mpiopt's allreduce/reduce algorithms (docs/collectives.md, "Adding an
+ * algorithm"). The public enum (MPIOPT_ALG_AUTO, MPIOPT_ALG_VENDOR, then MPIOPT_ALG_<ID> for
+ * each row below, in order), the internal registry (src/coll/algorithms.c: functions, names,
+ * restrictions), selection, the cost model, the tuning file, the benchmarks' --algorithms and
+ * the Python layer (`mpiopt-allreduce --list-algorithms --json`) are all made from it.
+ *
+ * MPIOPT_SELECTOR_LIST: the two choices that are not algorithms of mpiopt's own.
+ *   X(ID, name, short_label)
+ * MPIOPT_ALGORITHM_LIST: one row per algorithm; its file defines mpiopt_allreduce_<name>,
+ * mpiopt_reduce_<name> and mpiopt_cost_<name> (src/coll/coll.h declares them from this list).
+ *   X(ID, name, short_label, flags, min_count)
+ * flags: MPIOPT_KEEPS_ORDER   reduces in rank order, so it also serves non-commutative ops
+ *        MPIOPT_READS_SRC     reads this rank's input where the caller left it (no first copy)
+ *        MPIOPT_NEEDS_POW2    only for a power-of-two number of processes
+ *        MPIOPT_PREDEFINED_OP only for predefined ops (MPI_SUM, …)
+ * min_count: the smallest element count it can take (smaller calls go to another algorithm). */
+#ifndef MPIOPT_ALGORITHMS_H
+#define MPIOPT_ALGORITHMS_H
+
+#define MPIOPT_KEEPS_ORDER 1u
+#define MPIOPT_READS_SRC 2u
+#define MPIOPT_NEEDS_POW2 4u
+#define MPIOPT_PREDEFINED_OP 8u
+
+#define MPIOPT_SELECTOR_LIST(X) \
+    X(AUTO, auto, auto)         \
+    X(VENDOR, vendor, vendor)
+
+#define MPIOPT_ALGORITHM_LIST(X)                                                              \
+    X(BINOMIAL, binomial, binomial, MPIOPT_KEEPS_ORDER, 0)                                    \
+    X(RECURSIVE_DOUBLING, recursive_doubling, rec_dbl, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0) \
+    X(RING, ring, ring, MPIOPT_READS_SRC, 0)                                                  \
+    X(RABENSEIFNER, rabenseifner, rabenseif, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0)        \
+    X(BINARY_BLOCKS, binary_blocks, bin_blocks, 0, 0)
+
+#endif
