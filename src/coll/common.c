@@ -155,3 +155,14 @@ void mpiopt_halving_range(size_t count, unsigned path, int levels, size_t *lo, s
     *lo = l;
     *hi = h;
 }
+
+int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to)
+{
+    if (from == to)
+        return MPI_SUCCESS;
+    if (c->rank == from)
+        return mpiopt_send(c, buf, count, to);
+    if (c->rank == to)
+        return mpiopt_recv(c, buf, count, from);
+    return MPI_SUCCESS;
+}

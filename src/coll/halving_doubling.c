@@ -142,14 +142,3 @@ void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count)
 {
     return malloc(count * c->extent + 1);
 }
-
-int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to)
-{
-    if (from == to)
-        return MPI_SUCCESS;
-    if (c->rank == from)
-        return mpiopt_send(c, buf, count, to);
-    if (c->rank == to)
-        return mpiopt_recv(c, buf, count, from);
-    return MPI_SUCCESS;
-}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "coll.h"
+#include "node.h"
 
 /* 1 if the MPI library would poll away a core that another rank on this node needs. */
 static int library_polls_oversubscribed(void)
@@ -24,10 +25,9 @@ static int library_polls_oversubscribed(void)
 #ifdef OMPI_MAJOR_VERSION
     return 0;  /* Open MPI yields by itself when oversubscribed */
 #else
-    /* ranks on this node from MPICH's Hydra launcher; absent under other launchers and under
-     * SimGrid, whose ranks are not processes */
-    const char *local = getenv("MPI_LOCALNRANKS");
-    return local && atol(local) > sysconf(_SC_NPROCESSORS_ONLN);
+    /* unknown (0) under launchers that do not say, and under SimGrid, whose ranks are not
+     * processes */
+    return mpiopt_node_ranks() > sysconf(_SC_NPROCESSORS_ONLN);
 #endif
 }
 

@@ -1,7 +1,7 @@
 /* Reduction kernels: element types and ops by representation, with no knowledge of MPI.
  *
- * The MPI layer (src/reduce_local.c, src/datatype_map.c) maps an MPI datatype and op to a
- * (mpiopt_kop, mpiopt_ktype) pair; this layer only knows how to combine arrays of such elements.
+ * The MPI layer (src/op_kernel.c, used by src/reduce_local.c and the collectives) maps an MPI
+ * datatype and op to a (mpiopt_kop, mpiopt_ktype) pair; this layer only knows how to combine arrays of such elements.
  * Types with one representation share one function (a signed and an unsigned 32-bit SUM are the
  * same wrap-around addition), so the tables below hold many pointers to few functions. */
 #ifndef MPIOPT_KERNELS_H

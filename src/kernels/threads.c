@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "kernels.h"
+#include "node.h"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -36,16 +37,6 @@ static long env_long(const char *name, long fallback)
     return (*end == '\0' && v >= 0) ? v : fallback;
 }
 
-/* Ranks the launcher started on this node (Open MPI and MPICH's Hydra both say so in the
- * environment); 1 when unknown. */
-static long local_ranks(void)
-{
-    long n = env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
-    if (n <= 0)
-        n = env_long("MPI_LOCALNRANKS", 0);
-    return n > 0 ? n : 1;
-}
-
 static int affinity_cpus(void)
 {
     cpu_set_t set;
@@ -57,8 +48,9 @@ static int affinity_cpus(void)
     /* An unbound rank (MPICH binds nothing by default) sees every CPU of the node, as do its
      * neighbours: share the node's CPUs among the node's ranks instead of each taking all. */
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n >= online && local_ranks() > 1)
-        n = (int)(n / local_ranks()) > 0 ? (int)(n / local_ranks()) : 1;
+    long local = mpiopt_node_ranks();
+    if (n >= online && local > 1)
+        n = (int)(n / local) > 0 ? (int)(n / local) : 1;
     return n;
 }
 
