@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from . import __version__, commands
-from .errors import UsageError  # noqa: F401  (commands import it from here until moved)
+from .errors import UsageError
 from .plugins import plugin_modules
 
 
@@ -41,7 +41,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as `python -m mpiopt.cli`, this file is __main__, and its UsageError is not the
-    # mpiopt.cli.UsageError that commands raise: go through the package module instead.
-    from mpiopt.cli import main as package_main
-    sys.exit(package_main())
+    sys.exit(main())

@@ -5,6 +5,8 @@ developer's machine without `make build` those tests are skipped, but where the 
 required (MPIOPT_REQUIRE_BUILD=1, set by .ci/run) a missing build fails them instead."""
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -13,18 +15,33 @@ import pytest
 
 from mpiopt import mpi
 
-# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
-# UsageError the commands do not raise, so usage errors would not map to exit status 2
-MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
-
 BUILT_FLAVOURS = mpi.built_flavours()
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
 
 
-def run_mpiopt(*args, cwd=None, env=None, timeout=600, input=None) -> subprocess.CompletedProcess:
+def run_mpiopt(*args, cwd=None, env=None, timeout=900, input=None) -> subprocess.CompletedProcess:
     """`mpiopt ARGS…` as a user runs it: a new process, text output captured."""
-    return subprocess.run([sys.executable, "-c", MAIN, *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "mpiopt", *map(str, args)], capture_output=True,
                           text=True, cwd=cwd, env=env, timeout=timeout, input=input)
+
+
+def run_mpiopt_in_process(*args, cwd=None) -> subprocess.CompletedProcess:
+    """The same in this process, for the many quick calls of pure-Python commands (a new
+    interpreter per call is slow on a loaded machine)."""
+    from mpiopt.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    old = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main([str(a) for a in args])
+            except SystemExit as e:      # argparse errors
+                code = e.code
+    finally:
+        os.chdir(old)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -33,13 +50,21 @@ def mpiopt():
     return run_mpiopt
 
 
-def require_build(reason: str = "libmpiopt not built (make build)"):
-    """Skip (developer machine) or fail (MPIOPT_REQUIRE_BUILD=1) when nothing is built."""
-    if BUILT_FLAVOURS:
+def require_build(flavour: str | None = None):
+    """Skip (developer machine) or fail (MPIOPT_REQUIRE_BUILD=1) when `flavour`'s build, or
+    with no flavour every build, is missing."""
+    if (flavour in BUILT_FLAVOURS) if flavour else BUILT_FLAVOURS:
         return
+    reason = f"{flavour or 'libmpiopt'} not built (make build)"
     if REQUIRE_BUILD:
         pytest.fail(f"{reason}; MPIOPT_REQUIRE_BUILD=1 makes this a failure")
     pytest.skip(reason)
+
+
+# For tests that need some build: skipped without one, except where the build is required (then
+# they run and fail on the missing build).
+needs_build = pytest.mark.skipif(not BUILT_FLAVOURS and not REQUIRE_BUILD,
+                                 reason="libmpiopt not built (make build)")
 
 
 @pytest.fixture

@@ -1,10 +1,7 @@
 """The command line as a user meets it: help with an example, unknown commands, exit codes."""
 import subprocess
 import sys
-
-
-def mpiopt(*args):
-    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True, text=True)
+from conftest import run_mpiopt as mpiopt
 
 
 def test_help_lists_commands_and_an_example():

@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 from mpiopt import mpi
+from conftest import require_build
 
 ALL_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17]
 
@@ -58,8 +59,7 @@ def assert_all_checks_passed(r, p):
 
 @pytest.mark.parametrize("flavour,p", params())
 def test_allreduce_and_reduce_match_rank_order_reference(flavour, p):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     assert_all_checks_passed(run_checker(flavour, p, checker_options(p)), p)
 
 
@@ -70,8 +70,7 @@ def verbose_lines(stderr):
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_env_forces_algorithm_and_verbose_names_it(flavour):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     env = dict(os.environ, MPIOPT_ALLREDUCE="ring", MPIOPT_REDUCE="binomial", MPIOPT_VERBOSE="1")
     r = run_checker(flavour, 3, ["--algorithms", "auto", "--cases", "minimal", "--counts", "1000",
                                  "--comms", "world"], env=env)
@@ -87,8 +86,7 @@ def test_env_forces_algorithm_and_verbose_names_it(flavour):
 
 def run_with_tuning_file(flavour, p, content, options, **env):
     """The checker with MPIOPT_TUNING_FILE holding `content` (a dict as JSON, or text)."""
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         f.write(content if isinstance(content, str) else json.dumps(content))
     try:
@@ -166,8 +164,7 @@ def test_bad_tuning_file_warns_once_and_still_works(flavour):
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("yield_", ["0", "1"])
 def test_barrier_waits_for_every_rank(flavour, yield_, tmp_path):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     exe = mpi.binary(flavour, "test-barrier_check")
     r = mpi.run(flavour, 5, [exe, tmp_path], timeout=120,
                 env=dict(os.environ, MPIOPT_YIELD=yield_))
@@ -178,8 +175,7 @@ def test_barrier_waits_for_every_rank(flavour, yield_, tmp_path):
 @pytest.mark.parametrize("p", [3, 5])
 def test_yielding_waits_give_the_same_results(p):
     flavour = "openmpi"  # MPICH takes this path by itself at p > 2
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     r = run_checker(flavour, p, checker_options(p), env=dict(os.environ, MPIOPT_YIELD="1"))
     assert_all_checks_passed(r, p)
 
@@ -188,8 +184,7 @@ def test_auto_leaves_a_polling_vendor_alone_when_yielding():
     """With yielding waits on, auto never hands a call to the vendor (whose waits poll); without,
     Open MPI's built-in defaults give it the small allreduces at p = 3."""
     flavour = "openmpi"
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     options = ["--algorithms", "auto", "--cases", "minimal", "--counts", "1,1000", "--comms", "world"]
     chosen = {}
     for yield_ in ("0", "1"):

@@ -11,13 +11,13 @@ import textwrap
 import pytest
 
 from mpiopt import mpi
+from conftest import require_build
 
 ROOT = mpi.repo_root()
 
 
 def built(flavour):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
 
 
 def verbose(stderr, op):

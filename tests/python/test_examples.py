@@ -13,6 +13,7 @@ import pytest
 
 import difftest
 from mpiopt import mpi
+from conftest import run_mpiopt
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
@@ -301,14 +302,9 @@ def test_compare_outputs_tolerates_rounding_only():
     assert difftest.compare_outputs("x 1.0\n", "x nan\n")
 
 
-def mpiopt_cli(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
-
-
 def test_bench_transform_times_the_three_versions():
     flavour = FLAVOURS[0]
-    r = mpiopt_cli("bench", "transform", "--size", "small", "--repeats", "1", "--examples",
+    r = run_mpiopt("bench", "transform", "--size", "small", "--repeats", "1", "--examples",
                    "six_bcasts", "--flavour", flavour, "--json")
     assert r.returncode == 0, r.stderr
     import json
@@ -326,10 +322,10 @@ def test_bench_transform_times_the_three_versions():
 
 @pytest.mark.parametrize("bad", [["-np", "0"], ["--examples", "no_such_example"], ["--repeats", "0"]])
 def test_bench_transform_rejects_bad_input(bad):
-    r = mpiopt_cli("bench", "transform", *bad, "--json")
+    r = run_mpiopt("bench", "transform", *bad, "--json")
     assert r.returncode == 2 and "mpiopt: error:" in r.stderr and not r.stdout
 
 
 def test_bench_transform_help_has_an_example():
-    r = mpiopt_cli("bench", "transform", "--help")
+    r = run_mpiopt("bench", "transform", "--help")
     assert r.returncode == 0 and "mpiopt bench transform" in r.stdout and "--json" in r.stdout

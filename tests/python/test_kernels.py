@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
+from conftest import needs_build
 from mpiopt import mpi
 
 FLAVOURS = mpi.built_flavours()
-pytestmark = pytest.mark.skipif(not FLAVOURS, reason="no mpiopt build: run `make build`")
+pytestmark = needs_build
 
 # What mpiopt computes (and documents) for the cases in tests/c/plain_reduce_local.c
 C_EXPECTED = {"int8_sum": "-56", "ulong_max": "18446744073709551615", "uint_max": "3000000000",

@@ -20,24 +20,7 @@ from mpiopt.placement import (Grid, GridOrderOptions, HaloPattern, PlacementErro
                               generate, launch_args, method_placement, order_placement,
                               parse_order, read_order, search)
 from mpiopt.placement.orders import check_permutation
-
-
-def mpiopt(*args, cwd=None):
-    """The CLI in this process (a subprocess per call is slow on a loaded machine); the real
-    entry point is run as a subprocess in test_entry_point."""
-    out, err = io.StringIO(), io.StringIO()
-    old = os.getcwd()
-    try:
-        if cwd:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main([str(a) for a in args])
-            except SystemExit as e:      # argparse errors
-                code = e.code
-    finally:
-        os.chdir(old)
-    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+from conftest import run_mpiopt_in_process as mpiopt
 
 
 def test_entry_point():

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from mpiopt import mpi
+from conftest import BUILT_FLAVOURS, needs_build, run_mpiopt as mpiopt
 
 PROGRAM = r"""
 #include <mpi.h>
@@ -28,17 +29,9 @@ int main(int argc, char **argv)
 }
 """
 
-BUILT = [f for f in mpi.built_flavours()]
+BUILT = BUILT_FLAVOURS
 
 
-# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
-# UsageError the commands do not raise, so usage errors would not map to exit status 2
-MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
-
-
-def mpiopt(*args, env=None, cwd=None):
-    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +47,7 @@ def programs(tmp_path_factory):
     return out
 
 
-@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@needs_build
 @pytest.mark.parametrize("flavour", BUILT)
 def test_picks_the_launcher_and_preloads(programs, flavour):
     env = dict(os.environ, MPIOPT_VERBOSE="1")
@@ -74,7 +67,7 @@ def test_picks_the_launcher_and_preloads(programs, flavour):
     assert "mpiopt" in r.stderr and "allreduce" in r.stderr
 
 
-@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@needs_build
 def test_no_preload_and_launcher_options(programs):
     flavour = BUILT[0]
     opt = ["--bind-to", "none"] if flavour == "openmpi" else ["-bind-to", "none"]
@@ -117,14 +110,14 @@ def test_bad_input_is_a_usage_error(args, message):
     assert message in r.stderr
 
 
-@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@needs_build
 def test_unbuilt_library_is_a_clear_error(programs, tmp_path):
     env = dict(os.environ, MPIOPT_HOME=str(tmp_path))  # a source tree with no build/
     r = mpiopt("run", "-np", "2", "--", str(programs[BUILT[0]]), env=env)
     assert r.returncode == 2 and "is not built" in r.stderr and "rank 0" not in r.stdout
 
 
-@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@needs_build
 def test_rank_order_needs_hosts_and_ppn(programs, tmp_path):
     order = tmp_path / "order"
     order.write_text("0,1\n")
@@ -132,7 +125,7 @@ def test_rank_order_needs_hosts_and_ppn(programs, tmp_path):
     assert r.returncode == 2 and "--ppn" in r.stderr
 
 
-@pytest.mark.skipif(not BUILT, reason="libmpiopt not built (make build)")
+@needs_build
 def test_rank_order_places_ranks(programs, tmp_path):
     pytest.importorskip("mpiopt.placement")
     order = tmp_path / "order"

@@ -8,18 +8,14 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mpiopt import mpi
-from mpiopt.commands.model import CostModel
+from mpiopt.model import CostModel
 from mpiopt.simulation import smpi
+from conftest import needs_build, run_mpiopt as mpiopt
 
 pytestmark = [
     pytest.mark.skipif(not smpi.available(), reason="SimGrid SMPI not installed"),
-    pytest.mark.skipif(not mpi.built_flavours(), reason="libmpiopt not built (make build)"),
+    needs_build,
 ]
-
-
-def mpiopt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "mpiopt.cli", *args], capture_output=True,
-                          text=True, timeout=900, cwd=cwd)
 
 
 def simulate_json(tmp_path, *args):
@@ -86,7 +82,7 @@ def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
 
 @pytest.mark.parametrize("args, message", [
     (["--ranks", "16", "--sizes", "12"], "multiples of 8"),
-    (["--ranks", "0"], "out of range"),
+    (["--ranks", "0"], "bad process counts '0'"),
     (["--ranks", "16", "--ppn", "0"], "--ppn"),
     (["--ranks", "16", "--algorithms", "bubble"], "unknown algorithm"),
     (["--ranks", "16", "--vendors", "intel"], "--vendors"),

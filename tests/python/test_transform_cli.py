@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_mpiopt
 
 CASES = Path(__file__).resolve().parents[1] / "transform_cases"
 pytestmark = pytest.mark.skipif(not shutil.which("mpicc.openmpi"), reason="needs Open MPI's headers")
@@ -31,9 +32,9 @@ int main(int argc, char **argv)
 """
 
 
-def mpiopt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "mpiopt.cli", "transform", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+def transform(*args, cwd=None):
+    """`mpiopt transform ARGS…`"""
+    return run_mpiopt("transform", *args, cwd=cwd, timeout=300)
 
 
 @pytest.fixture
@@ -44,13 +45,13 @@ def small(tmp_path):
 
 
 def test_help_shows_an_example():
-    r = mpiopt("--help")
+    r = transform("--help")
     assert r.returncode == 0
     assert "examples:" in r.stdout and "mpiopt transform cg.c --diff" in r.stdout
 
 
 def test_stdout_keeps_everything_outside_the_changed_lines(small):
-    r = mpiopt(small)
+    r = transform(small)
     assert r.returncode == 0, r.stderr
     out = r.stdout.splitlines()
     orig = SMALL.splitlines()
@@ -64,32 +65,32 @@ def test_stdout_keeps_everything_outside_the_changed_lines(small):
 
 def test_output_file_in_place_and_diff(small, tmp_path):
     out = tmp_path / "out.c"
-    r = mpiopt(small, "-o", out)
+    r = transform(small, "-o", out)
     assert r.returncode == 0 and r.stdout == ""
     assert "MPI_Iallreduce" in out.read_text() and small.read_text() == SMALL
 
-    d = mpiopt(small, "--diff")
+    d = transform(small, "--diff")
     assert d.returncode == 0 and small.read_text() == SMALL
     assert d.stdout.startswith(f"--- {small}\n+++ {small} (transformed)\n")
     assert "-    MPI_Allreduce(&a" in d.stdout and "+    MPI_Iallreduce(&a" in d.stdout
 
-    assert mpiopt(small, "--in-place").returncode == 0
+    assert transform(small, "--in-place").returncode == 0
     assert small.read_text() == out.read_text()
-    again = mpiopt(small, "--diff")                       # a fixpoint: nothing more to do
+    again = transform(small, "--diff")                       # a fixpoint: nothing more to do
     assert again.returncode == 0 and again.stdout == ""
 
 
 def test_several_files_into_a_directory(small, tmp_path):
     other = tmp_path / "other.c"
     other.write_text(SMALL.replace("MPI_SUM", "MPI_MAX"))
-    assert mpiopt(small, other).returncode == 2                  # where would two sources go?
-    r = mpiopt(small, other, "-o", tmp_path / "out")
+    assert transform(small, other).returncode == 2                  # where would two sources go?
+    r = transform(small, other, "-o", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     assert "MPI_MAX, MPI_COMM_WORLD, &mpiopt_reqs[0]" in (tmp_path / "out" / "other.c").read_text()
 
 
 def test_json_report_schema(small):
-    r = mpiopt(small, "--json", "--mode", "persistent")
+    r = transform(small, "--json", "--mode", "persistent")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == 1
@@ -108,7 +109,7 @@ def test_json_report_schema(small):
 
 
 def test_report_table_lists_every_site():
-    r = mpiopt(CASES / "negatives.c", "--report")
+    r = transform(CASES / "negatives.c", "--report")
     assert r.returncode == 0, r.stderr
     assert "unchanged" in r.stdout and "nonblocking" in r.stdout
     assert "call sites:" in r.stdout
@@ -116,46 +117,46 @@ def test_report_table_lists_every_site():
 
 def test_missing_file_and_parse_error_exit_2_and_write_nothing(small, tmp_path):
     out = tmp_path / "never.c"
-    r = mpiopt(tmp_path / "missing.c", "-o", out)
+    r = transform(tmp_path / "missing.c", "-o", out)
     assert r.returncode == 2 and "no such file" in r.stderr and not out.exists()
 
     bad = tmp_path / "bad.c"
     bad.write_text(SMALL.replace("c = c * 2;", "c = c * ;"))
     before = bad.read_text()
     for extra in (["-o", out], ["--in-place"], ["--json"]):
-        r = mpiopt(bad, *extra)
+        r = transform(bad, *extra)
         assert r.returncode == 2, extra
         assert r.stderr.startswith("mpiopt: error: ") and "bad.c:9:" in r.stderr
         assert not out.exists() and bad.read_text() == before
     # one bad file among good ones: nothing is written at all
-    r = mpiopt(small, bad, "--in-place")
+    r = transform(small, bad, "--in-place")
     assert r.returncode == 2 and small.read_text() == SMALL
 
 
 def test_compiler_flags_after_double_dash(tmp_path):
     src = tmp_path / "sized.c"
     src.write_text(SMALL.replace("int a = 1", "int a = N"))
-    assert mpiopt(src).returncode == 2
-    r = mpiopt(src, "--", "-DN=3")
+    assert transform(src).returncode == 2
+    r = transform(src, "--", "-DN=3")
     assert r.returncode == 0, r.stderr
     assert "int a = N" in r.stdout
     # options may also come after the file, before `--` and several flags
-    r = mpiopt(src, "--json", "--mode", "persistent", "--", "-DN=3", "-DUNUSED=1")
+    r = transform(src, "--json", "--mode", "persistent", "--", "-DN=3", "-DUNUSED=1")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["summary"]["nonblocking"] == 1
-    bad = mpiopt(src, "--bogus", "--", "-DN=3")
+    bad = transform(src, "--bogus", "--", "-DN=3")
     assert bad.returncode == 2 and "unrecognized arguments: --bogus" in bad.stderr
-    both = mpiopt(src, "--diff", "--in-place", "--", "-DN=3")
+    both = transform(src, "--diff", "--in-place", "--", "-DN=3")
     assert both.returncode == 2 and "not allowed" in both.stderr
 
 
 def test_mpi_version_3_without_mpix_stays_nonblocking():
     if not shutil.which("mpicc.mpich"):
         pytest.skip("needs MPICH")
-    r = mpiopt(CASES / "fig05_cg.c", "--mode", "persistent", "--mpi", "mpich", "--mpi-version", "3", "--json")
+    r = transform(CASES / "fig05_cg.c", "--mode", "persistent", "--mpi", "mpich", "--mpi-version", "3", "--json")
     doc = json.loads(r.stdout)
     assert doc["summary"]["persistent"] == 0 and doc["summary"]["nonblocking"] == 2
-    r4 = json.loads(mpiopt(CASES / "fig05_cg.c", "--mode", "persistent", "--mpi", "mpich", "--json").stdout)
+    r4 = json.loads(transform(CASES / "fig05_cg.c", "--mode", "persistent", "--mpi", "mpich", "--json").stdout)
     assert r4["summary"]["persistent"] == 1           # Allreduce; MPICH 4.0's Allgather_init is broken
 
 
@@ -209,7 +210,7 @@ def test_a_5000_line_file_is_fast(tmp_path):
     n = generate_large_file(big)
     assert n >= 5000
     t0 = time.perf_counter()
-    r = mpiopt(big, "--json", "--mode", "persistent")
+    r = transform(big, "--json", "--mode", "persistent")
     wall = time.perf_counter() - t0
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)

@@ -9,20 +9,12 @@ import pytest
 
 from mpiopt import algorithms, mpi
 from mpiopt.commands import tune
+from conftest import BUILT_FLAVOURS, needs_build, run_mpiopt as mpiopt
 
-FLAVOURS = [f for f in mpi.FLAVOURS if mpi.binary(f, "mpiopt-allreduce").exists()]
+FLAVOURS = BUILT_FLAVOURS
 ALGORITHMS = set(algorithms.names(kinds=("vendor", "mpiopt"))) if FLAVOURS else set()
-needs_build = pytest.mark.skipif(not FLAVOURS, reason="mpiopt-allreduce not built (make build)")
 
 
-# not `python -m mpiopt.cli`: that runs cli.py as __main__, a second copy of the module whose
-# UsageError the commands do not raise, so usage errors would not map to exit status 2
-MAIN = "import sys; from mpiopt.cli import main; sys.exit(main())"
-
-
-def mpiopt(*args, cwd=None):
-    return subprocess.run([sys.executable, "-c", MAIN, *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
 
 
 def doc(ranks, times, operation="allreduce"):
@@ -51,7 +43,7 @@ def test_a_lone_noisy_size_does_not_split_a_range():
 
 @needs_build
 def test_fit_recovers_the_parameters_of_the_cost_model():
-    from mpiopt.commands.model import CostModel
+    from mpiopt.model import CostModel
     model = CostModel(mpi.library(FLAVOURS[0]))
     alpha, beta, gamma = 3e-6, 2e-10, 5e-11
     docs = []

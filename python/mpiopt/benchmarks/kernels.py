@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..cli import UsageError
+from ..errors import UsageError
 from .. import mpi
 
 NAME = "kernels"

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .. import mpi
-from ..cli import UsageError
+from ..errors import UsageError
 
 NAME = "transform"
 HELP = "blocking vs nonblocking vs persistent versions of the example programs (mpiopt transform)"
@@ -127,7 +127,7 @@ def _check_args(args) -> tuple[list[str], list[str]]:
 
 def _transform(source: Path, mode: str, flavour: str, out: Path) -> dict:
     """Runs `mpiopt transform`; returns its report's summary (how many call sites became what)."""
-    cmd = [sys.executable, "-m", "mpiopt.cli", "transform", str(source), "-o", str(out),
+    cmd = [sys.executable, "-m", "mpiopt", "transform", str(source), "-o", str(out),
            "--mode", mode, "--mpi", flavour, "--json"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     if r.returncode != 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..cli import UsageError
+from ..errors import UsageError
 from ..placement import GridOrderOptions, PlacementError, format_order, generate, parse_int_list
 
 EXAMPLE = """examples:

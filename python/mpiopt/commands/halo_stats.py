@@ -9,9 +9,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..cli import UsageError
-from ..placement import (STENCIL_DIMS, Grid, HaloPattern, PlacementError, method_placement,
-                         order_placement, parse_int_list, read_order)
+from ..errors import UsageError
+from ..placement import (HaloPattern, PlacementError, method_placement, order_placement,
+                         read_order, stencil_grid)
+from .grid_arguments import add_grid_arguments
 
 EXAMPLE = """examples:
   mpiopt halo-stats -g 64,64 --stencil 5pt --bytes 8192 --ppn 16 --method 1
@@ -23,27 +24,6 @@ EXAMPLE = """examples:
 
 FIELDS = ("messages_total", "messages_on_node", "messages_off_node", "bytes_total",
           "bytes_on_node", "bytes_off_node", "max_node_off_node_bytes")
-
-
-def add_grid_arguments(p: argparse.ArgumentParser) -> None:
-    """-g, -C/-R, --stencil, --periodic: shared with `place search`."""
-    p.add_argument("-g", dest="grid", required=True, metavar="N1,N2[,N3]", help="grid dimensions")
-    num = p.add_mutually_exclusive_group()
-    num.add_argument("-C", dest="numbering", action="store_const", const="C",
-                     help="ranks numbered with the first dimension fastest (default)")
-    num.add_argument("-R", dest="numbering", action="store_const", const="R",
-                     help="ranks numbered with the last dimension fastest (MPI_Cart_create's)")
-    p.add_argument("--stencil", required=True, choices=list(STENCIL_DIMS),
-                   help="neighbours: 5pt/9pt on 2-D grids, 7pt/27pt on 3-D grids")
-    p.add_argument("--periodic", action="store_true", help="grid wraps around in every dimension")
-
-
-def grid_from_args(args) -> Grid:
-    dims = parse_int_list(args.grid, "-g")
-    if len(dims) != STENCIL_DIMS[args.stencil]:
-        raise PlacementError(f"stencil {args.stencil} needs a {STENCIL_DIMS[args.stencil]}-D grid, "
-                             f"got -g {args.grid}")
-    return Grid(tuple(dims), args.numbering or "C")
 
 
 def register(sub) -> None:
@@ -70,7 +50,7 @@ def compute(args) -> list[dict]:
         raise PlacementError(f"--bytes must be at least 0, got {args.bytes}")
     if args.ppn < 1:
         raise PlacementError(f"--ppn must be at least 1, got {args.ppn}")
-    grid = grid_from_args(args)
+    grid = stencil_grid(args.grid, args.stencil, args.numbering)
     pattern = HaloPattern(grid, args.stencil, args.periodic)
     placements = []
     if args.compare:

@@ -12,8 +12,10 @@ import math
 from pathlib import Path
 
 from .. import mpi
-from ..cli import UsageError
-from ..simulation import options, smpi
+from ..errors import UsageError
+from ..units import parse_ranks, parse_sizes, size_label
+from ..model import CostModel, predictions
+from ..simulation import smpi
 
 MAX_RANKS = 65536
 
@@ -28,100 +30,6 @@ EXAMPLE = """examples:
 Without --alpha/--beta/--gamma or --tuning: the parameters of the simulated --platform (default
 cluster), where reductions cost nothing (γ = 0) because the simulator does not charge them.
 """
-
-
-MAX_STEPS = 30     # MPIOPT_COST_MAX_STEPS
-
-
-class _Link(ctypes.Structure):
-    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double)]
-
-
-class _Params(ctypes.Structure):
-    """mpiopt_cost_params (include/mpiopt.h)."""
-    _fields_ = [("alpha", ctypes.c_double), ("beta", ctypes.c_double), ("gamma", ctypes.c_double),
-                ("exchange_ranks", ctypes.c_int), ("exchange_steps", ctypes.c_int),
-                ("step", _Link * MAX_STEPS), ("fold", _Link), ("ring", _Link),
-                ("doubling_latency", ctypes.c_double),
-                ("halving_doubling_latency", ctypes.c_double)]
-
-
-def _params(alpha: float, beta: float, gamma: float, exchange: dict | None) -> _Params:
-    """The C parameters; `exchange` is mpiopt-exchange's JSON (measured patterns), or None."""
-    params = _Params(alpha, beta, gamma)
-    if not exchange:
-        return params
-    params.exchange_ranks = int(exchange["ranks"])
-    for pat in exchange["patterns"]:
-        link = _Link(float(pat["alpha"]), float(pat.get("beta", 0.0)))
-        kind = pat["pattern"]
-        if kind == "step":
-            k = int(pat["distance"]).bit_length() - 1
-            params.step[k] = link
-            params.exchange_steps = max(params.exchange_steps, k + 1)
-        elif kind in ("fold", "ring"):
-            setattr(params, kind, link)
-        elif kind in ("doubling", "halving_doubling"):
-            setattr(params, f"{kind}_latency", link.alpha)
-    return params
-
-
-class CostModel:
-    """libmpiopt's cost model, loaded from one of the MPI builds (it needs no MPI_Init)."""
-
-    def __init__(self, library: Path | None = None):
-        if library is None:
-            built = mpi.built_flavours()
-            if not built:
-                raise UsageError("libmpiopt is not built: run `make build` first")
-            library = mpi.library(built[0])
-        lib = ctypes.CDLL(str(library))
-        self._cost = lib.mpiopt_cost_seconds
-        self._cost.restype = ctypes.c_double
-        self._cost.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_double,
-                               ctypes.POINTER(_Params)]
-        name = lib.mpiopt_algorithm_name
-        name.restype = ctypes.c_char_p
-        name.argtypes = [ctypes.c_int]
-        # the enum's names, in order, until the library says "unknown"
-        self.ids: dict[str, int] = {}
-        for i in range(64):
-            n = name(i).decode()
-            if n == "unknown":
-                break
-            self.ids[n] = i
-
-    @property
-    def algorithms(self) -> list[str]:
-        """mpiopt's own algorithms (not `auto`, which picks among them, nor the vendor's)."""
-        return [n for n in self.ids if n not in ("auto", "vendor")]
-
-    def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
-                gamma: float, reduce: bool = False, exchange: dict | None = None) -> float | None:
-        """Predicted seconds; None where the algorithm does not apply. `exchange`: patterns
-        measured by mpiopt-exchange (used when their process count is `ranks`)."""
-        t = self._cost(self.ids[algorithm], int(reduce), ranks, float(nbytes),
-                       ctypes.byref(_params(alpha, beta, gamma, exchange)))
-        return t if t >= 0 else None
-
-
-def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: float, beta: float,
-                gamma: float, reduce: bool = False, exchange: dict | None = None) -> list[dict]:
-    """One record per (ranks, bytes, algorithm), as `mpiopt simulate` reports, with `fastest`
-    marking the algorithm(s) of least predicted time for that (ranks, bytes)."""
-    rows = []
-    for p in ranks:
-        for n in sizes:
-            group = []
-            for alg in model.algorithms:
-                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce, exchange)
-                if t is not None:
-                    group.append({"algorithm": alg, "ranks": p, "bytes": n, "seconds": t})
-            best = min(r["seconds"] for r in group)
-            for r in group:
-                r["fastest"] = math.isclose(r["seconds"], best, rel_tol=1e-12, abs_tol=0.0)
-            rows += group
-    return rows
 
 
 def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str]:
@@ -172,13 +80,6 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str
     return a, b, g, exchange, source
 
 
-def _size_label(n: int) -> str:
-    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
 def _print_table(console, rows: list[dict], algorithms: list[str], title: str) -> None:
     from rich.table import Table
 
@@ -199,16 +100,13 @@ def _print_table(console, rows: list[dict], algorithms: list[str], title: str) -
                     text = f"{r['seconds'] * 1e6:.2f}"
                     cells.append(f"[bold]{text}[/bold]" if r["fastest"] else text)
             fastest = ", ".join(a for a in algorithms if a in by_alg and by_alg[a]["fastest"])
-            table.add_row(_size_label(n), *cells, fastest)
+            table.add_row(size_label(n), *cells, fastest)
         console.print(table)
 
 
 def run(args) -> int:
-    try:
-        args.ranks = options.parse_ranks(args.ranks_text, MAX_RANKS)
-        sizes = options.parse_sizes(args.sizes)
-    except ValueError as e:
-        raise UsageError(str(e))
+    args.ranks = parse_ranks(args.ranks_text, MAX_RANKS)
+    sizes = parse_sizes(args.sizes)
     model = CostModel()
     rows, titles = [], {}
     for p in args.ranks:

@@ -11,10 +11,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..cli import UsageError
+from ..errors import UsageError
 from ..placement import (FORMATS, PlacementError, convert, format_order, method_placement,
-                         order_placement, read_hosts, read_order, search)
-from .halo_stats import add_grid_arguments, grid_from_args
+                         order_placement, read_hosts, read_order, search, stencil_grid)
+from .grid_arguments import add_grid_arguments
 
 CONVERT_EXAMPLE = """examples:
   mpiopt place convert --order MPICH_RANK_ORDER --hosts n01,n02,n03,n04 --ppn 16 --format rankfile -o rankfile
@@ -126,7 +126,7 @@ def run_search(args) -> int:
             raise PlacementError(f"--ppn must be at least 1, got {args.ppn}")
         if args.top < 1 or args.bytes < 0:
             raise PlacementError("--top must be at least 1 and --bytes at least 0")
-        grid = grid_from_args(args)
+        grid = stencil_grid(args.grid, args.stencil, args.numbering)
         start = time.perf_counter()
         found, smp = search(grid, args.stencil, args.ppn, args.periodic)
         seconds = time.perf_counter() - start

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from .. import mpi
-from ..cli import UsageError
+from ..errors import UsageError
 
 EXAMPLE = """examples:
   mpiopt run -np 4 -- ./cg 1000                 the MPI this binary links, libmpiopt preloaded

@@ -6,6 +6,7 @@ import difflib
 import json
 import sys
 from pathlib import Path
+from ..errors import UsageError
 
 EXAMPLE = """examples:
   mpiopt transform cg.c                          transformed source on stdout
@@ -58,7 +59,6 @@ def register(sub) -> None:
 def _reparse(args) -> tuple[list[str], list[str]]:
     """Files and compiler flags from args.files, with options given after the first file merged
     into `args`."""
-    from ..cli import UsageError
 
     rest, flags = list(args.files), []
     if "--" in rest:
@@ -85,7 +85,6 @@ def _reparse(args) -> tuple[list[str], list[str]]:
 
 
 def run(args) -> int:
-    from ..cli import UsageError
     from ..transform import Options, ParseError, transform_file
     from ..transform.report import print_table, to_json
 

@@ -164,7 +164,7 @@ def run(args) -> int:
     from rich.console import Console
     from rich.progress import Progress
     from rich.table import Table
-    from .model import CostModel
+    from ..model import CostModel
 
     bench.check_counts(args)
     ranks = parse_ranks(args.np)

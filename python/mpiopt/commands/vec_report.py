@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from ..cli import UsageError
+from ..errors import UsageError
 from ..mpi import available_flavours, repo_root
 
 EXAMPLE = """example:

@@ -6,7 +6,7 @@ import itertools
 
 import numpy as np
 
-from .grid import Grid, PlacementError
+from .grid import Grid, PlacementError, parse_int_list
 from .placements import Placement
 
 STENCIL_DIMS = {"5pt": 2, "9pt": 2, "7pt": 3, "27pt": 3}
@@ -76,3 +76,11 @@ class HaloPattern:
             "max_node_off_node_bytes": worst * nbytes,
             "on_node_share": (total - off) / total if total else 0.0,
         }
+
+
+def stencil_grid(grid_text: str, stencil: str, numbering: str | None = None) -> Grid:
+    """The grid of `-g N1,N2[,N3]` for a stencil, checked: the stencil fixes the dimensions."""
+    dims = parse_int_list(grid_text, "-g")
+    if len(dims) != STENCIL_DIMS[stencil]:
+        raise PlacementError(f"stencil {stencil} needs a {STENCIL_DIMS[stencil]}-D grid, got -g {grid_text}")
+    return Grid(tuple(dims), numbering or "C")

@@ -15,8 +15,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..cli import UsageError
-from . import options, smpi
+from ..errors import UsageError
+from ..units import parse_ranks, parse_sizes, size_label
+from ..model import CostModel
+from . import smpi
 
 NAME = "allreduce"
 HELP = "simulated MPI_Allreduce time of every algorithm, auto, and SMPI's mpich/ompi"
@@ -68,16 +70,12 @@ def _size_argument(sizes: list[int]) -> str:
 
 def _algorithm_names() -> list[str]:
     """mpiopt's algorithms as libmpiopt names them (the cost model's list)."""
-    from ..commands.model import CostModel
     return CostModel().algorithms
 
 
 def _parse(args) -> dict:
-    try:
-        ranks = options.parse_ranks(args.ranks, MAX_RANKS)
-        sizes = options.parse_sizes(args.sizes)
-    except ValueError as e:
-        raise UsageError(str(e))
+    ranks = parse_ranks(args.ranks, MAX_RANKS)
+    sizes = parse_sizes(args.sizes)
     bad = [s for s in sizes if s < DATATYPE[1] or s % DATATYPE[1]]
     if bad:
         raise UsageError(f"sizes must be multiples of {DATATYPE[1]} bytes (the benchmark reduces "
@@ -160,13 +158,6 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
 
 # ---- reporting ----
 
-def _size_label(n: int) -> str:
-    for unit, scale in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
 def summary(records: list[dict]) -> list[dict]:
     """Per (ranks, bytes): auto's time against the best vendor selection and the best mpiopt
     algorithm, and which algorithm auto's time equals (runs are deterministic, so auto's time
@@ -209,7 +200,7 @@ def _print_tables(console, records: list[dict], kind: str, ppn: int) -> None:
                 text = f"{t[a] * 1e6:.1f}" if a in t else "–"
                 cells.append(f"[bold]{text}[/bold]" if a == s["best"] else text)
             ratio = lambda v: "–" if v is None else f"{v:.3f}"
-            table.add_row(_size_label(s["bytes"]), *cells, ratio(s["auto_vs_vendor"]),
+            table.add_row(size_label(s["bytes"]), *cells, ratio(s["auto_vs_vendor"]),
                           ratio(s["auto_vs_best"]))
         console.print(table)
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import mpi
-from ..cli import UsageError
+from ..errors import UsageError
 from ..placement import (Grid, HaloPattern, PlacementError, convert, method_placement,
                          order_placement, parse_int_list, read_order)
 from . import smpi
