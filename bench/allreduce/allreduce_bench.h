@@ -9,6 +9,8 @@
  *                          interleaved call by call, so machine noise hits every column alike
  *   --json                 one JSON document instead of the table
  *   --op NAME, --reduce    another reduction op; MPI_Reduce (root 0) instead of MPI_Allreduce
+ *   --overhead             ns per call the interposed MPI_Allreduce / MPI_Reduce adds to the
+ *                          vendor's when it hands the call over (overhead.c)
  *   bandwidth              bytes / average time (MB/s, 1 MB = 1e6 B), as in Rabenseifner's charts
  *
  * The "vendor" column calls PMPI_Allreduce / PMPI_Reduce directly, so it measures the MPI
@@ -70,6 +72,7 @@ typedef struct {
     int iterations, iterations_large, warmup, warmup_large;
     int full, validate, json, reduce;
     int mpi_symbol;     /* --mpi-symbol: the auto column calls MPI_Allreduce / MPI_Reduce */
+    int overhead;       /* --overhead: the hand-off cost of the entry points (overhead.c) */
     double time_limit;  /* seconds per message size, 0 = none */
     const type_info *type;
     const op_info *op;
@@ -99,6 +102,9 @@ void free_buffer(void *p, int validate);
  * iteration count. */
 int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf, double *times,
                  double *slowest, column_result *res);
+
+/* overhead.c: --overhead, printed by rank 0 */
+void run_overhead(const options *o);
 
 /* output.c */
 void print_table_header(const options *o);

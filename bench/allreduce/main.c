@@ -18,6 +18,11 @@ int main(int argc, char **argv)
 
     options o;
     parse_options(argc, argv, &o);
+    if (o.overhead) {
+        run_overhead(&o);
+        MPI_Finalize();
+        return 0;
+    }
 
     void *sendbuf = alloc_buffer((size_t)o.max_size, o.validate);
     void *recvbuf = alloc_buffer((size_t)o.max_size, o.validate);

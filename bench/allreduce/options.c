@@ -77,6 +77,8 @@ static void usage(FILE *out)
           "  -c, --validation              check every result (adds a Validation column)\n"
           "  -a, --algorithms LIST|all     comma-separated algorithms (below; default auto);\n"
           "                                all = every one, measured interleaved\n"
+          "      --overhead                ns per call that the interposed MPI_Allreduce/MPI_Reduce\n"
+          "                                add to the vendor's where auto hands the call over (8 B)\n"
           "      --list-algorithms         print the algorithms and their restrictions and exit\n"
           "                                (with --json: one JSON document)\n"
           "      --op NAME                 sum (default), prod, max, min\n"
@@ -246,7 +248,7 @@ static void parse_algorithms(const char *arg, options *o)
 void parse_options(int argc, char **argv, options *o)
 {
     enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
-           OPT_LIST_ALGORITHMS };
+           OPT_LIST_ALGORITHMS, OPT_OVERHEAD };
     static const struct option longopts[] = {
         { "message-size", required_argument, 0, 'm' },
         { "iterations", required_argument, 0, 'i' },
@@ -262,6 +264,7 @@ void parse_options(int argc, char **argv, options *o)
         { "time-limit", required_argument, 0, OPT_TIME_LIMIT },
         { "mpi-symbol", no_argument, 0, OPT_MPI_SYMBOL },
         { "list-algorithms", no_argument, 0, OPT_LIST_ALGORITHMS },
+        { "overhead", no_argument, 0, OPT_OVERHEAD },
         { "json", no_argument, 0, 'j' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -306,6 +309,7 @@ void parse_options(int argc, char **argv, options *o)
         case OPT_REDUCE: o->reduce = 1; break;
         case OPT_MPI_SYMBOL: o->mpi_symbol = 1; break;
         case OPT_LIST_ALGORITHMS: list = 1; break;
+        case OPT_OVERHEAD: o->overhead = 1; break;
         case OPT_TIME_LIMIT: {
             char *end;
             o->time_limit = strtod(optarg, &end);

@@ -4,24 +4,37 @@
  * cores. The others start from that copy. */
 #include "coll.h"
 #include "collective_args.h"
+#include "plan_cache.h"
+
+/* The algorithm's part, out of line so that the hand-off to the vendor above stays a few
+ * instructions (no frame for what only the algorithms need). */
+static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
+                                                   const void *sendbuf, void *recvbuf, int count,
+                                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (count == 0)
+        return MPI_SUCCESS;
+    mpiopt_coll c;
+    int rc = mpiopt_coll_init(&c, comm, datatype, op);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    const mpiopt_algorithm_info *alg = &mpiopt_algorithms[plan->algorithm];
+    c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
+    if (plan->p == 1 || !(alg->flags & MPIOPT_READS_SRC))
+        mpiopt_coll_take_input(&c, recvbuf, (size_t)count);
+    return plan->p == 1 ? MPI_SUCCESS : alg->allreduce(&c, recvbuf, (size_t)count);
+}
 
 int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
-    int rc = mpiopt_plan_call(0, algorithm, comm, count, datatype, op, 0, &plan);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    if (!mpiopt_plan_cached(0, algorithm, comm, count, datatype, op, 0, &plan)) {
+        int rc = mpiopt_plan_call(0, algorithm, comm, count, datatype, op, 0, &plan);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    if (count == 0)
-        return MPI_SUCCESS;
-    mpiopt_coll c;
-    if ((rc = mpiopt_coll_init(&c, comm, datatype, op)) != MPI_SUCCESS)
-        return rc;
-    const mpiopt_algorithm_info *alg = &mpiopt_algorithms[plan.algorithm];
-    c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
-    if (plan.p == 1 || !(alg->flags & MPIOPT_READS_SRC))
-        mpiopt_coll_take_input(&c, recvbuf, (size_t)count);
-    return plan.p == 1 ? MPI_SUCCESS : alg->allreduce(&c, recvbuf, (size_t)count);
+    return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, comm);
 }

@@ -3,26 +3,25 @@
 #include "coll.h"
 #include "collective_args.h"
 
-static int predefined_op(MPI_Op op)
+int mpiopt_predefined_op(MPI_Op op)
 {
     return op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
            op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
            op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
 }
 
-int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
-                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+/* The plan from the arguments alone; 1 if it may be remembered (plan_cache.c). */
+static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                         MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
 {
     int commutative;
     size_t bytes;
-    plan->algorithm = MPIOPT_ALG_VENDOR;
-    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
-        return MPI_ERR_ARG;
-    if (requested == MPIOPT_ALG_VENDOR || !mpiopt_coll_shape(comm, count, datatype, &plan->p, &bytes)
+    if (!mpiopt_coll_shape(comm, count, datatype, &plan->p, &bytes)
         || (is_reduce && (root < 0 || root >= plan->p))
         || PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
-        return MPI_SUCCESS;
+        return 0;    /* the vendor judges bad arguments: nothing to remember */
     PMPI_Comm_rank(comm, &plan->rank);
+    plan->algorithm = MPIOPT_ALG_VENDOR;
     /* MPICH's allreduce may give ranks different bits (collective_args.h): not for auto */
     int vendor_ok = !mpiopt_vendor_result_wrong(datatype, op) &&
                     (is_reduce || !mpiopt_vendor_allreduce_ranks_differ(datatype, op));
@@ -32,9 +31,21 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if ((is_reduce ? info->reduce == NULL : info->allreduce == NULL) ||
         !mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
         !mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
-                                              predefined_op(op) : 1))
-        return MPI_SUCCESS;
+                                              mpiopt_predefined_op(op) : 1))
+        return 1;
     plan->algorithm = a;
+    return 1;
+}
+
+int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+{
+    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
+        return MPI_ERR_ARG;
+    plan->algorithm = MPIOPT_ALG_VENDOR;
+    if (requested != MPIOPT_ALG_VENDOR &&
+        plan_uncached(is_reduce, requested, comm, count, datatype, op, root, plan))
+        mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
     return MPI_SUCCESS;
 }
 

@@ -12,11 +12,17 @@ typedef struct {
     int p, rank;
 } mpiopt_call_plan;
 
-/* The checks and the selection both operations share, cheap facts first so that a call handed to
- * the vendor costs next to nothing more than the vendor's own. is_reduce: root is checked too.
- * Returns MPI_ERR_ARG for an algorithm argument out of range, else MPI_SUCCESS with *plan set. */
+/* The checks and the selection both operations share (for a call the plan cache does not know).
+ * is_reduce: root is checked too. Returns MPI_ERR_ARG for an algorithm argument out of range,
+ * else MPI_SUCCESS with *plan set, and remembers the plan where it can. */
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                      MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
+
+/* plan_cache.c: remember a plan made for a call (the lookup is in plan_cache.h). */
+void mpiopt_plan_remember(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                          MPI_Datatype datatype, MPI_Op op, int root, const mpiopt_call_plan *plan);
+/* 1 for the ops the standard predefines (never freed). */
+int mpiopt_predefined_op(MPI_Op op);
 
 /* The cheap part, enough to select an algorithm: 0 for arguments the vendor should judge (null
  * handles, negative count); else sets *p (the communicator's size) and *bytes (count * size). */

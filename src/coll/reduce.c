@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "coll.h"
 #include "collective_args.h"
+#include "plan_cache.h"
 
 /* The vendor's reduce, except that MPI_IN_PLACE at a non-zero root is replaced by a copy of the
  * root's data: MPICH 4.0.2 crashes on it. The copy goes through MPI so any datatype works. */
@@ -30,28 +31,40 @@ static int vendor_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     return rc;
 }
 
+/* The algorithm's part, out of line (see allreduce.c). */
+static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
+                                                   const void *sendbuf, void *recvbuf, int count,
+                                                   MPI_Datatype datatype, MPI_Op op, int root,
+                                                   MPI_Comm comm)
+{
+    if (count == 0)
+        return MPI_SUCCESS;
+    mpiopt_coll c;
+    int rc = mpiopt_coll_init(&c, comm, datatype, op);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    void *buf = recvbuf;
+    if (plan->rank != root && !(buf = mpiopt_coll_scratch(&c, (size_t)count)))
+        return MPI_ERR_NO_MEM;
+    c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
+    mpiopt_coll_take_input(&c, buf, (size_t)count);
+    if (plan->p > 1)
+        rc = mpiopt_algorithms[plan->algorithm].reduce(&c, buf, (size_t)count, root);
+    if (buf != recvbuf)
+        free(buf);
+    return rc;
+}
+
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
-    int rc = mpiopt_plan_call(1, algorithm, comm, count, datatype, op, root, &plan);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    if (!mpiopt_plan_cached(1, algorithm, comm, count, datatype, op, root, &plan)) {
+        int rc = mpiopt_plan_call(1, algorithm, comm, count, datatype, op, root, &plan);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    if (count == 0)
-        return MPI_SUCCESS;
-    mpiopt_coll c;
-    if ((rc = mpiopt_coll_init(&c, comm, datatype, op)) != MPI_SUCCESS)
-        return rc;
-    void *buf = recvbuf;
-    if (plan.rank != root && !(buf = mpiopt_coll_scratch(&c, (size_t)count)))
-        return MPI_ERR_NO_MEM;
-    c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
-    mpiopt_coll_take_input(&c, buf, (size_t)count);
-    if (plan.p > 1)
-        rc = mpiopt_algorithms[plan.algorithm].reduce(&c, buf, (size_t)count, root);
-    if (buf != recvbuf)
-        free(buf);
-    return rc;
+    return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, root, comm);
 }
