@@ -1,6 +1,7 @@
 """mpiopt-allreduce (the OSU-style C benchmark) and `mpiopt bench allreduce`: output formats,
 options, validation of every algorithm on real MPI runs. No timing assertions."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -154,18 +155,29 @@ def test_mpiopt_bench_allreduce_writes_table_plot_json(tmp_path):
                "--iterations", "3", "--warmup", "0", "--results", str(tmp_path / "res"), "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    (run,) = out["runs"]
-    assert run["flavour"] == FLAVOURS[0] and run["ranks"] == 2
-    assert {row["algorithm"] for row in run["results"]} == set(ALGORITHMS)
-    (summary,) = out["summary"]
-    assert set(summary["vendor_over_auto"]) == {"8", "16", "32", "64", "128"}
-    assert isinstance(summary["bar_holds"], bool)
+    assert [(run["operation"], run["ranks"], run["flavour"]) for run in out["runs"]] == \
+        [("allreduce", 2, FLAVOURS[0]), ("reduce", 2, FLAVOURS[0])]
+    for run in out["runs"]:
+        assert {row["algorithm"] for row in run["results"]} == set(ALGORITHMS)
+    for summary in out["summary"]:
+        assert set(summary["vendor_over_auto"]) == {"8", "16", "32", "64", "128"}
+        assert summary["oversubscribed"] is (2 > os.cpu_count())
+        assert isinstance(summary["bar_holds"], bool) or summary["oversubscribed"]
+    # the hand-off overhead: both operations on MPI_COMM_SELF and MPI_COMM_WORLD
+    overhead = out["overhead"]
+    assert {(o["operation"], o["comm"]) for o in overhead} == \
+        {(op, comm) for op in ("allreduce", "reduce") for comm in ("self", "world")}
+    for o in overhead:
+        assert o["vendor_ns"] > 0 and o["interposed_ns"] > 0
+        assert o["added_ns"] == pytest.approx(o["interposed_ns"] - o["vendor_ns"], abs=0.02)
     res = tmp_path / "res"
-    assert (res / "allreduce.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    csv_lines = (res / "allreduce.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("flavour,ranks,operation")
-    assert len(csv_lines) == 1 + 5 * len(ALGORITHMS)
-    assert json.loads((res / "allreduce.json").read_text())[0]["ranks"] == 2
+    for operation in ("allreduce", "reduce"):
+        assert (res / f"{operation}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        csv_lines = (res / f"{operation}.csv").read_text().splitlines()
+        assert csv_lines[0].startswith("flavour,ranks,operation")
+        assert len(csv_lines) == 1 + 5 * len(ALGORITHMS)
+        assert all(line.split(",")[2] == operation for line in csv_lines[1:])
+        assert json.loads((res / f"{operation}.json").read_text())[0]["ranks"] == 2
 
 
 @needs_build
@@ -173,7 +185,27 @@ def test_mpiopt_bench_allreduce_table_for_people(tmp_path):
     r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8:16",
                "--iterations", "2", "--warmup", "0", "--results", str(tmp_path))
     assert r.returncode == 0, r.stderr
+    assert "MPI_Allreduce" in r.stdout and "MPI_Reduce," in r.stdout
     assert "vendor/auto" in r.stdout and "bar (auto" in r.stdout
+    assert "hand-off overhead" in r.stdout
+    # piped (as here), a table keeps whole cells: no "…" from squeezing it to 80 columns
+    assert "…" not in r.stdout
+
+
+@needs_build
+def test_oversubscribed_runs_are_labelled_and_count_towards_no_bar(tmp_path):
+    np = (os.cpu_count() or 1) + 1
+    r = mpiopt("bench", "allreduce", "-np", np, "--flavour", FLAVOURS[0], "--sizes", "8",
+               "--operations", "allreduce", "--no-overhead", "--iterations", "2", "--warmup", "0",
+               "--results", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    (summary,) = json.loads(r.stdout)["summary"]
+    assert summary["oversubscribed"] is True and summary["bar_holds"] is None
+    r = mpiopt("bench", "allreduce", "-np", np, "--flavour", FLAVOURS[0], "--sizes", "8",
+               "--operations", "allreduce", "--no-overhead", "--iterations", "2", "--warmup", "0",
+               "--results", str(tmp_path))
+    assert "OVERSUBSCRIBED" in r.stdout and "not a speed-up" in r.stdout
+    assert "bar (auto" not in r.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -183,6 +215,7 @@ def test_mpiopt_bench_allreduce_table_for_people(tmp_path):
     (["--algorithms", "fastest"], "bad --algorithms"),
     (["--flavour", "lam"], "unknown MPI flavour"),
     (["--iterations", "0"], "at least 1"),
+    (["--operations", "allgather"], "bad --operations"),
 ])
 def test_mpiopt_bench_allreduce_bad_input_writes_nothing(tmp_path, args, message):
     r = mpiopt("bench", "allreduce", "--results", str(tmp_path / "res"), *args)

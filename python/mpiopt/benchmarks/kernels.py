@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from .. import mpi
+from ..console import console as report_console
 
 NAME = "kernels"
 HELP = "MPI_Reduce_local: mpiopt vs Open MPI (avx, base) and MPICH, L1 and DRAM sizes"
@@ -78,9 +79,8 @@ def run(args) -> int:
     built = set(mpi.built_flavours())
     if not built:
         raise UsageError("no mpiopt build found: run `make build`")
-    from rich.console import Console
     from rich.progress import Progress
-    console = Console(stderr=args.json)
+    console = report_console(stderr=args.json)
     rows = []
     with Progress(console=console, transient=True) as progress:
         task = progress.add_task("reduce_local", total=len(VENDORS))

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from .. import mpi
+from ..console import console as report_console
 from ..errors import UsageError
 
 NAME = "transform"
@@ -240,9 +241,7 @@ def _print_table(results: list[dict], args) -> None:
                       f"{b['nonblocking']:.4f}", f"{b['persistent']:.4f}",
                       speedup["nonblocking"], speedup["persistent"],
                       f"[{'yellow' if r['spread'] > 1.5 else 'default'}]{r['spread']:.1f}x[/]")
-    console = Console()
-    if not console.is_terminal:  # piped or logged: do not squeeze the table into 80 columns
-        console = Console(width=120)
+    console = report_console()
     console.print(table)
     sizes = {r["example"]: " ".join(r["args"]) for r in results}
     console.print("Sizes: " + "; ".join(f"{name} {a}" for name, a in sizes.items()))

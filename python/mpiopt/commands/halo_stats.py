@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import UsageError
 from ..placement import (HaloPattern, PlacementError, method_placement, order_placement,
                          read_order, stencil_grid)
+from ..console import console as report_console
 from .grid_arguments import add_grid_arguments
 
 EXAMPLE = """examples:
@@ -86,5 +86,5 @@ def run(args) -> int:
         table.add_row(r["placement"], f"{r['messages_total']:,}", f"{r['messages_on_node']:,}",
                       f"{r['messages_off_node']:,}", f"{r['bytes_off_node']:.3G}",
                       f"{r['max_node_off_node_bytes']:.3G}", f"{100 * r['on_node_share']:.1f} %")
-    Console().print(table)
+    report_console().print(table)
     return 0

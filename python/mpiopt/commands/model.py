@@ -16,6 +16,7 @@ from ..errors import UsageError
 from ..units import parse_ranks, parse_sizes, size_label
 from ..model import CostModel, predictions
 from ..simulation import smpi
+from ..console import console as report_console
 
 MAX_RANKS = 65536
 
@@ -118,10 +119,8 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    from rich.console import Console
 
-    console = Console()
-    console.width = max(console.width, 110)   # the table's columns, when output is not a terminal
+    console = report_console()
     for p in args.ranks:
         _print_table(console, [r for r in rows if r["ranks"] == p], model.algorithms, titles[p])
     return 0
