@@ -16,16 +16,21 @@ all: build
 deps:
 	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
+	  echo "installing Debian packages:" $$missing; \
 	  if [ "$$(id -u)" != 0 ]; then echo "error: need root to install: $$missing" >&2; exit 1; fi; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  mkdir -p build; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; } \
+	    > build/apt.log 2>&1 || { tail -30 build/apt.log; echo "error: apt-get failed (build/apt.log)" >&2; exit 1; }; \
+	  echo "installed (log: build/apt.log)"; \
 	fi
 
 $(VENV)/.stamp: python/pyproject.toml
 	@command -v python3 >/dev/null || $(MAKE) deps
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'python[test]'
+	@echo "installing Python packages into $(VENV) (log: build/pip.log)"
+	@mkdir -p build
+	@{ $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e 'python[test]'; } > build/pip.log 2>&1 \
+	  || { tail -30 build/pip.log; echo "error: pip failed (build/pip.log)" >&2; exit 1; }
 	touch $@
 
 venv: $(VENV)/.stamp
