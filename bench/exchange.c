@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <mpi.h>
+#include "mpiopt.h"   /* the pattern names tuning files use */
 
 #define MAX_LEVELS 30
 
@@ -190,11 +191,11 @@ int main(int argc, char **argv)
     if (!pats)
         fail("out of memory");
     int n = 0;
-    pattern up = {.name = "doubling", .latency_only = 1};
-    pattern down = {.name = "halving_doubling", .latency_only = 1};
+    pattern up = {.name = MPIOPT_PATTERN_DOUBLING, .latency_only = 1};
+    pattern down = {.name = MPIOPT_PATTERN_HALVING_DOUBLING, .latency_only = 1};
     for (int k = 0; k < levels; k++) {
         int peer = g >= 0 ? member_rank(g ^ (1 << k), surplus) : MPI_PROC_NULL;
-        pats[n] = (pattern){.name = "step", .distance = 1 << k, .stages = 1, .to = {peer},
+        pats[n] = (pattern){.name = MPIOPT_PATTERN_STEP, .distance = 1 << k, .stages = 1, .to = {peer},
                             .from = {peer}};
         measure(&o, sbuf, rbuf, times, &pats[n++]);
         up.to[k] = up.from[k] = down.to[k] = down.from[k] = peer;
@@ -202,7 +203,7 @@ int main(int argc, char **argv)
     }
     if (surplus > 0) {
         pattern *f = &pats[n++];
-        *f = (pattern){.name = "fold", .stages = 1, .to = {MPI_PROC_NULL},
+        *f = (pattern){.name = MPIOPT_PATTERN_FOLD, .stages = 1, .to = {MPI_PROC_NULL},
                        .from = {MPI_PROC_NULL}};
         if (rank < 2 * surplus && rank % 2 == 0)
             f->to[0] = rank + 1;
@@ -211,7 +212,7 @@ int main(int argc, char **argv)
         measure(&o, sbuf, rbuf, times, f);
     }
     if (nranks > 1) {
-        pats[n] = (pattern){.name = "ring", .stages = 1, .to = {(rank + 1) % nranks},
+        pats[n] = (pattern){.name = MPIOPT_PATTERN_RING, .stages = 1, .to = {(rank + 1) % nranks},
                             .from = {(rank + nranks - 1) % nranks}};
         measure(&o, sbuf, rbuf, times, &pats[n++]);
     }

@@ -63,6 +63,12 @@ int mpiopt_barrier(MPI_Comm comm);
  * the patterns the algorithms are made of on a communicator of `exchange_ranks` processes; for
  * that size the model prices each step with its own pattern. */
 #define MPIOPT_COST_MAX_STEPS 30
+/* The names of the measured patterns, as mpiopt-exchange writes them and tuning files hold them. */
+#define MPIOPT_PATTERN_STEP "step"                      /* group member g with g XOR 2^k */
+#define MPIOPT_PATTERN_FOLD "fold"                      /* rank 2i to 2i+1 */
+#define MPIOPT_PATTERN_RING "ring"                      /* rank r to r+1 */
+#define MPIOPT_PATTERN_DOUBLING "doubling"              /* steps 0 … L-1 in sequence */
+#define MPIOPT_PATTERN_HALVING_DOUBLING "halving_doubling"  /* steps 0 … L-1, then L-1 … 0 */
 
 typedef struct {
     double alpha;   /* seconds per message, with every process of the pattern sending at once */

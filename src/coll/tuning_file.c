@@ -177,7 +177,7 @@ static int pattern_item(parser *p, void *ctx)
         return -1;
     }
     mpiopt_link_cost l = {e.alpha, e.beta};
-    if (!strcmp(e.name, "step")) {
+    if (!strcmp(e.name, MPIOPT_PATTERN_STEP)) {
         int k = 0;
         while (k < MPIOPT_COST_MAX_STEPS && (double)(1 << k) < e.distance)
             k++;
@@ -188,13 +188,13 @@ static int pattern_item(parser *p, void *ctx)
         m->step[k] = l;
         if (k + 1 > m->exchange_steps)
             m->exchange_steps = k + 1;
-    } else if (!strcmp(e.name, "fold")) {
+    } else if (!strcmp(e.name, MPIOPT_PATTERN_FOLD)) {
         m->fold = l;
-    } else if (!strcmp(e.name, "ring")) {
+    } else if (!strcmp(e.name, MPIOPT_PATTERN_RING)) {
         m->ring = l;
-    } else if (!strcmp(e.name, "doubling")) {
+    } else if (!strcmp(e.name, MPIOPT_PATTERN_DOUBLING)) {
         m->doubling_latency = e.alpha;
-    } else if (!strcmp(e.name, "halving_doubling")) {
+    } else if (!strcmp(e.name, MPIOPT_PATTERN_HALVING_DOUBLING)) {
         m->halving_doubling_latency = e.alpha;
     }
     return 0;    /* patterns this library does not price are skipped */
