@@ -8,12 +8,12 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import UsageError
 from ..placement import (FORMATS, PlacementError, convert, format_order, method_placement,
                          order_placement, read_hosts, read_order, search, stencil_grid)
+from ..console import console as report_console
 from .grid_arguments import add_grid_arguments
 
 CONVERT_EXAMPLE = """examples:
@@ -160,7 +160,7 @@ def run_search(args) -> int:
                       f"{r['max_node_off_node_bytes']:.3G}", f"{r['ratio_to_smp']:.2f}x")
     table.add_row("", "SMP placement (method 1)", f"{smp_off * b:.3G}",
                   f"{smp['max_node_off_node_messages'] * b:.3G}", "1.00x")
-    Console().print(table)
+    report_console().print(table)
     if args.output != "-":
         print(f"best order written to {args.output}")
     return 0

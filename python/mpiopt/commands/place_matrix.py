@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import UsageError
 from ..placement import PlacementError, partition
 from ..placement.orders import format_order as format_rank_order
 from ..profile import load
+from ..console import console as report_console
 
 
 def run_matrix_search(args) -> int:
@@ -42,7 +42,7 @@ def run_matrix_search(args) -> int:
                   f"{found.smp_max_node_off_node_bytes:.3G}", "1.00x")
     table.add_row("partitioned (Kernighan-Lin)", f"{found.off_node_bytes:.3G}",
                   f"{found.max_node_off_node_bytes:.3G}", f"{ratio:.2f}x")
-    Console().print(table)
+    report_console().print(table)
     if args.output != "-":
         print(f"order written to {args.output}")
     return 0

@@ -13,6 +13,7 @@ from rich.table import Table
 from ..errors import UsageError
 from ..profile import Line, compare, load, sections, top_calls, top_ranks
 from ..profile.tables import papi_note
+from ..console import console as report_console
 
 EXAMPLE = """examples:
   mpiopt report mpiopt-profile.json                     System / MPI / region summaries
@@ -46,7 +47,7 @@ STAT_COLUMNS = ("min", "max", "avg", "minPE", "maxPE", "imb%")
 
 
 def print_profile(prof, top: int = 0, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or report_console()
     console.print(f"Profile of {prof.program}\nNumber of processes {prof.ranks}, MPI "
                   f"{prof.data.get('flavour', '?')}, collective sync timing "
                   f"{'on' if prof.data.get('sync_timing') else 'off'}")
@@ -129,7 +130,7 @@ def report(args) -> int:
                                      for label, _, _, ratio in rows}
         print(json.dumps(doc, indent=1))
         return 0
-    console = Console()
+    console = report_console()
     if len(profiles) == 2:
         print_comparison(*profiles, console)
         if args.top:

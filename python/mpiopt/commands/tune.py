@@ -20,6 +20,7 @@ from .. import algorithms, mpi
 from ..benchmarks import allreduce as bench
 from ..errors import UsageError
 from ..units import parse_ranks, parse_sizes
+from ..console import console as report_console
 
 EXAMPLE = """examples:
   mpiopt tune                            p = 2 and 4, every built MPI -> results/tuning-<flavour>.json
@@ -172,7 +173,7 @@ def run(args) -> int:
     flavours = bench.choose_flavours(args.flavour)
     outputs = _output_paths(args, flavours)
     operations = ["allreduce"] + ([] if args.no_reduce else ["reduce"])
-    console = Console(stderr=args.json)
+    console = report_console(stderr=args.json)
 
     tables = {}
     with Progress(console=Console(stderr=True), transient=True) as progress:

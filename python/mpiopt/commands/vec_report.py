@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..mpi import available_flavours, repo_root
+from ..console import console as report_console
 
 EXAMPLE = """example:
   mpiopt vec-report           table by target: loops vectorized, functions, functions not vectorized
@@ -74,8 +75,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+        from rich.table import Table
     table = Table(title="Reduction kernels vectorized by GCC, per target "
                   "(op × type × form functions; 2- and 3-buffer forms)")
     for col in ("target", "loops vectorized", "functions", "vectorized", "scalar"):
@@ -83,7 +83,7 @@ def run(args) -> int:
     for r in rows:
         table.add_row(r["target"], str(r["loops_vectorized"]), str(r["functions"]),
                       str(r["functions_vectorized"]), str(len(r["functions_scalar"])))
-    console = Console()
+    console = report_console()
     console.print(table)
     for r in rows:
         if r["functions_scalar"]:

@@ -19,6 +19,7 @@ from ..errors import UsageError
 from ..units import parse_ranks, parse_sizes, size_label
 from ..model import CostModel
 from . import smpi
+from ..console import console as report_console
 
 NAME = "allreduce"
 HELP = "simulated MPI_Allreduce time of every algorithm, auto, and SMPI's mpich/ompi"
@@ -263,7 +264,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(records, indent=1))
         return 0
-    console = Console()
+    console = report_console()
     console.width = max(console.width, 130)
     _print_tables(console, records, args.platform, args.ppn)
     console.print(f"written: {results / (stem + '.json')}, {results / (stem + '.png')}")

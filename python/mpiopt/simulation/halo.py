@@ -13,7 +13,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from .. import mpi
@@ -21,6 +20,7 @@ from ..errors import UsageError
 from ..placement import (Grid, HaloPattern, PlacementError, convert, method_placement,
                          order_placement, parse_int_list, read_order)
 from . import smpi
+from ..console import console as report_console
 
 NAME = "halo"
 HELP = "2-D halo exchange (examples/halo2d.c) under a rank placement, next to SMP placement"
@@ -153,5 +153,5 @@ def run(args) -> int:
     for row in rows:
         table.add_row(row["placement"], f"{row['messages_off_node']:,}", f"{row['bytes_off_node']:.3G}",
                       f"{row['time_per_step'] * 1e6:.2f} µs", f"{row['ratio_to_smp']:.2f}x")
-    Console().print(table)
+    report_console().print(table)
     return 0
