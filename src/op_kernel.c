@@ -5,6 +5,7 @@
  * (MPI-4.0 §6.9.2); the category is kept per type, and the representation within it is derived
  * from the type's size, so Fortran INTEGER, MPI_AINT, MPI_COUNT, … land on the right width on any
  * platform. */
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include "op_kernel.h"
@@ -28,6 +29,11 @@ static type_entry types[] = {
     { MPI_INT, CAT_SIGNED, 0, 0 },
     { MPI_FLOAT, CAT_FLOAT, 0, 0 },
     { MPI_LONG, CAT_SIGNED, 0, 0 },
+    /* MPI_CHAR: the standard allows it in no reduction (it stands for printable characters, and
+     * MPI_SIGNED_CHAR / MPI_UNSIGNED_CHAR for small integers), but Open MPI and MPICH both reduce
+     * it as the C char it is, with every arithmetic, logical and bitwise op, and the OSU
+     * benchmarks use it by default: mpiopt does the same, with the platform's char signedness. */
+    { MPI_CHAR, CHAR_MIN < 0 ? CAT_SIGNED : CAT_UNSIGNED, 0, 0 },
     { MPI_DOUBLE_PRECISION, CAT_FLOAT, 0, 0 },
     { MPI_INTEGER, CAT_FORTRAN_INT, 0, 0 },
     { MPI_REAL, CAT_FLOAT, 0, 0 },
@@ -58,7 +64,11 @@ static type_entry types[] = {
     { MPI_REAL4, CAT_FLOAT, 0, 0 },
     { MPI_REAL8, CAT_FLOAT, 0, 0 },
     { MPI_LONG_DOUBLE, CAT_LDBL, 0, 0 },
-    /* MPI_REAL16 is left to the vendor: gfortran's REAL(16) is IEEE quad, not long double. */
+    /* Left to the vendor whole (no entry: mpiopt_vendor_takes says so): MPI_REAL16 and
+     * MPI_COMPLEX32 (gfortran's REAL(16) is IEEE binary128, not long double), MPI_WCHAR,
+     * MPI_CHARACTER and MPI_PACKED (no reduction is defined on them; the vendors disagree on
+     * MPI_CHARACTER's signedness), MPI_INTEGER16, Open MPI's MPI_LOGICAL1..8 and
+     * MPI_2COMPLEX / MPI_2DOUBLE_COMPLEX. docs/kernels.md has the table. */
     { MPI_C_FLOAT_COMPLEX, CAT_COMPLEX, 0, 0 },
     { MPI_C_COMPLEX, CAT_COMPLEX, 0, 0 },
     { MPI_C_DOUBLE_COMPLEX, CAT_COMPLEX, 0, 0 },
@@ -188,4 +198,12 @@ int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k)
         return k->k2 != NULL;
     }
     return 0;
+}
+
+int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op)
+{
+    mpiopt_op_kernel k;
+    if (kop_of(op) < 0 && op != MPI_REPLACE && op != MPI_NO_OP)
+        return 0;   /* a user-defined op: mpiopt's algorithms call it through PMPI_Reduce_local */
+    return !mpiopt_find_kernel(datatype, op, &k);
 }

@@ -34,7 +34,8 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
                                        !mpiopt_vendor_result_wrong(datatype, op) &&
                                            !mpiopt_vendor_allreduce_ranks_differ(datatype, op),
                                        rank);
-    if (!algorithms[a].run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
+    if (!algorithms[a].run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes) ||
+        mpiopt_vendor_takes(datatype, op))
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     if (count == 0)
         return MPI_SUCCESS;

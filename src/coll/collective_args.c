@@ -43,7 +43,8 @@ int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
         return datatype == MPI_SIGNED_CHAR || datatype == MPI_UNSIGNED_CHAR ||
                datatype == MPI_CHAR || datatype == MPI_INT8_T || datatype == MPI_UINT8_T ||
                datatype == MPI_SHORT || datatype == MPI_UNSIGNED_SHORT ||
-               datatype == MPI_INT16_T || datatype == MPI_UINT16_T;
+               datatype == MPI_INT16_T || datatype == MPI_UINT16_T ||
+               datatype == MPI_INTEGER1 || datatype == MPI_INTEGER2;
     if (op == MPI_MAX || op == MPI_MIN)
         return datatype == MPI_UNSIGNED_LONG;
 #elif defined(MPICH_VERSION)

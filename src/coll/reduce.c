@@ -65,7 +65,8 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     mpiopt_algorithm a = mpiopt_select(1, algorithm, p, bytes, commutative,
                                        !mpiopt_vendor_result_wrong(datatype, op), rank);
     reduce_fn run = algorithm_fn(a);
-    if (!run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes))
+    if (!run || !mpiopt_coll_supported(comm, count, datatype, &p, &bytes) ||
+        mpiopt_vendor_takes(datatype, op))
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     if (count == 0)
         return MPI_SUCCESS;
@@ -81,6 +82,6 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (p > 1)
         rc = run(&c, buf, (size_t)count, root);
     if (buf != recvbuf)
-        free(buf);
+        mpiopt_scratch_free(buf);
     return rc;
 }
