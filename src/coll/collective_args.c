@@ -46,7 +46,7 @@ int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
                datatype == MPI_INT16_T || datatype == MPI_UINT16_T ||
                datatype == MPI_INTEGER1 || datatype == MPI_INTEGER2;
     if (op == MPI_MAX || op == MPI_MIN)
-        return datatype == MPI_UNSIGNED_LONG;
+        return datatype == MPI_UNSIGNED_LONG || datatype == MPI_OFFSET;
 #elif defined(MPICH_VERSION)
     if (op == MPI_MAX || op == MPI_MIN)
         return datatype == MPI_UNSIGNED_CHAR || datatype == MPI_UNSIGNED_SHORT ||
