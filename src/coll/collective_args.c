@@ -38,6 +38,8 @@ int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *
 
 int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
 {
+    if (datatype == MPI_REAL16 || datatype == MPI_COMPLEX32)
+        return 1;   /* both reduce binary128 as something else (docs/kernels.md) */
 #if defined(OMPI_MAJOR_VERSION)
     if (op == MPI_SUM)
         return datatype == MPI_SIGNED_CHAR || datatype == MPI_UNSIGNED_CHAR ||

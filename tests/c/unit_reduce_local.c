@@ -159,6 +159,9 @@ COMPLEX_CASE(MPI_C_FLOAT_COMPLEX, float)
 COMPLEX_CASE(MPI_C_DOUBLE_COMPLEX, double)
 COMPLEX_CASE(MPI_C_LONG_DOUBLE_COMPLEX, long double)
 COMPLEX_CASE(MPI_DOUBLE_COMPLEX, double)
+/* Fortran REAL(16) / COMPLEX(16): IEEE binary128 */
+FLOAT_CASE(MPI_REAL16, __float128)
+COMPLEX_CASE(MPI_COMPLEX32, __float128)
 INT_CASE(MPI_C_BOOL, uint8_t, uint8_t)     /* values 0/1 and others: any non-zero is true */
 INT_CASE(MPI_CXX_BOOL, uint8_t, uint8_t)
 INT_CASE(MPI_LOGICAL, int, unsigned)
@@ -203,6 +206,7 @@ static void build_cases(void)
         T(MPI_C_FLOAT_COMPLEX, 8, 8, "SUM PROD"), T(MPI_C_DOUBLE_COMPLEX, 16, 16, "SUM PROD"),
         T(MPI_C_LONG_DOUBLE_COMPLEX, 2 * sizeof(long double), 0, "SUM PROD"),
         T(MPI_DOUBLE_COMPLEX, 16, 16, "SUM PROD"),
+        T(MPI_REAL16, 16, 16, "SUM PROD MAX MIN"), T(MPI_COMPLEX32, 32, 32, "SUM PROD"),
         T(MPI_C_BOOL, 1, 1, "LAND LOR LXOR"), T(MPI_LOGICAL, 4, 4, "LAND LOR LXOR"),
         T(MPI_BYTE, 1, 1, "BAND BOR BXOR"),
         T(MPI_FLOAT_INT, 8, 8, "MINLOC MAXLOC"), T(MPI_DOUBLE_INT, 16, 12, "MINLOC MAXLOC"),
@@ -232,8 +236,9 @@ static MPI_Op op_handle(const char *name)
  * cmp_bytes 0 the members one by one (types with padding inside). */
 static int is_nan_of(const type_case *tc, const unsigned char *p)
 {
-    float f; double d; long double l;
+    float f; double d; long double l; __float128 q;
     MPI_Datatype t = tc->dt;
+    if (t == MPI_REAL16 || t == MPI_COMPLEX32) { memcpy(&q, p, 16); return isnan(q); }
     if (t == MPI_FLOAT || t == MPI_REAL || t == MPI_C_FLOAT_COMPLEX) { memcpy(&f, p, 4); return isnan(f); }
     if (t == MPI_DOUBLE || t == MPI_DOUBLE_PRECISION || t == MPI_C_DOUBLE_COMPLEX || t == MPI_DOUBLE_COMPLEX) { memcpy(&d, p, 8); return isnan(d); }
     if (t == MPI_LONG_DOUBLE || t == MPI_C_LONG_DOUBLE_COMPLEX) { memcpy(&l, p, sizeof l); return isnan(l); }
@@ -245,7 +250,7 @@ static int element_equal(const type_case *tc, const unsigned char *x, const unsi
 {
     size_t half = tc->size / 2;
     if (tc->dt == MPI_C_FLOAT_COMPLEX || tc->dt == MPI_C_DOUBLE_COMPLEX || tc->dt == MPI_DOUBLE_COMPLEX ||
-        tc->dt == MPI_C_LONG_DOUBLE_COMPLEX) {
+        tc->dt == MPI_C_LONG_DOUBLE_COMPLEX || tc->dt == MPI_COMPLEX32) {
         size_t vb = tc->dt == MPI_C_LONG_DOUBLE_COMPLEX ? 10 : half;
         for (int c = 0; c < 2; c++) {
             const unsigned char *xc = x + c * half, *yc = y + c * half;
@@ -418,7 +423,8 @@ static void check_vendor_takes(void)
         { "MPI_INT MINLOC", MPI_INT, MPI_MINLOC, 1 }, { "MPI_BYTE SUM", MPI_BYTE, MPI_SUM, 1 },
         { "MPI_FLOAT LAND", MPI_FLOAT, MPI_LAND, 1 }, { "MPI_WCHAR SUM", MPI_WCHAR, MPI_SUM, 1 },
         { "MPI_CHARACTER SUM", MPI_CHARACTER, MPI_SUM, 1 }, { "MPI_PACKED BOR", MPI_PACKED, MPI_BOR, 1 },
-        { "MPI_REAL16 SUM", MPI_REAL16, MPI_SUM, 1 }, { "MPI_COMPLEX32 SUM", MPI_COMPLEX32, MPI_SUM, 1 },
+        { "MPI_REAL16 SUM", MPI_REAL16, MPI_SUM, 0 }, { "MPI_COMPLEX32 SUM", MPI_COMPLEX32, MPI_SUM, 0 },
+        { "MPI_REAL16 LAND", MPI_REAL16, MPI_LAND, 1 }, { "MPI_COMPLEX32 MAX", MPI_COMPLEX32, MPI_MAX, 1 },
         { "MPI_INT REPLACE", MPI_INT, MPI_REPLACE, 1 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
