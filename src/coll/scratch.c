@@ -16,7 +16,6 @@
  * MPIOPT_SCRATCH_POOL=0 turns the pool off (malloc and free on every call), to measure what it
  * saves. */
 #include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
