@@ -42,7 +42,8 @@ static void usage(const char *prog, FILE *f)
             " -l N   lowest count (default 1)          -u N   highest count (default 1000000)\n"
             "        counts double from -l up to -u\n"
             " -r N   repetitions per measurement (default 1)\n"
-            " -t S   element types among i (signed), u (unsigned), f (float), d (double); default uifd\n"
+            " -t S   element types among i (signed), u (unsigned), f (float), d (double),\n"
+            "        c (MPI_CHAR, 8 bits: OSU's default type); default uifd\n"
             " -o L   comma-separated ops (max,min,sum,prod,land,band,lor,bor,lxor,bxor) or all\n"
             " -i N   shifts: repeat with all buffers shifted by 0..N-1 elements (default 1)\n"
             " -s B   integer element size in bits: 8, 16, 32 or 64 (default 64)\n"
@@ -80,8 +81,8 @@ static int parse(int argc, char **argv, options *o)
             }
             break;
         case 't':
-            if (strlen(optarg) == 0 || strlen(optarg) >= sizeof o->types || strspn(optarg, "iufd") != strlen(optarg)) {
-                fprintf(stderr, "-t: types are letters among i (signed), u (unsigned), f (float), d (double)\n");
+            if (strlen(optarg) == 0 || strlen(optarg) >= sizeof o->types || strspn(optarg, "iufdc") != strlen(optarg)) {
+                fprintf(stderr, "-t: types are letters among i (signed), u (unsigned), f (float), d (double), c (char)\n");
                 return -1;
             }
             strcpy(o->types, optarg);
@@ -128,6 +129,7 @@ static elem_type type_for(char kind, int bits)
 {
     if (kind == 'f') return (elem_type){ 'f', 4, MPI_FLOAT, "MPI_FLOAT" };
     if (kind == 'd') return (elem_type){ 'd', 8, MPI_DOUBLE, "MPI_DOUBLE" };
+    if (kind == 'c') return (elem_type){ 'c', 1, MPI_CHAR, "MPI_CHAR" };
     static const char *snames[] = { "MPI_INT8_T", "MPI_INT16_T", "MPI_INT32_T", "MPI_INT64_T" };
     static const char *unames[] = { "MPI_UINT8_T", "MPI_UINT16_T", "MPI_UINT32_T", "MPI_UINT64_T" };
     MPI_Datatype s[] = { MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T };
@@ -177,6 +179,7 @@ static int first_error(const elem_type *t, MPI_Op op, const void *a, const void 
 {
     if (t->kind == 'f') { REF_BODY(float, uint32_t, 1) }
     if (t->kind == 'd') { REF_BODY(double, uint64_t, 1) }
+    if (t->kind == 'c') { REF_BODY(char, unsigned char, 0) }
     switch (t->bytes * (t->kind == 'i' ? 1 : -1)) {
     case 1: { REF_BODY(int8_t, uint8_t, 0) }
     case 2: { REF_BODY(int16_t, uint16_t, 0) }

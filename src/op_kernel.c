@@ -5,6 +5,7 @@
  * (MPI-4.0 §6.9.2); the category is kept per type, and the representation within it is derived
  * from the type's size, so Fortran INTEGER, MPI_AINT, MPI_COUNT, … land on the right width on any
  * platform. */
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include "op_kernel.h"
@@ -12,7 +13,7 @@
 /* CAT_FORTRAN_INT also holds the multi-language types (MPI_AINT, MPI_OFFSET, MPI_COUNT): the
  * standard allows them the arithmetic and bitwise ops but not the logical ones. */
 typedef enum { CAT_SIGNED, CAT_FORTRAN_INT, CAT_UNSIGNED, CAT_FLOAT, CAT_LDBL, CAT_COMPLEX, CAT_CLDBL, CAT_LOGICAL,
-               CAT_BYTE, CAT_PAIR } category;
+               CAT_BYTE, CAT_PAIR, CAT_QUAD, CAT_CQUAD } category;
 
 typedef struct {
     MPI_Datatype dt;
@@ -28,6 +29,11 @@ static type_entry types[] = {
     { MPI_INT, CAT_SIGNED, 0, 0 },
     { MPI_FLOAT, CAT_FLOAT, 0, 0 },
     { MPI_LONG, CAT_SIGNED, 0, 0 },
+    /* MPI_CHAR: the standard allows it in no reduction (it stands for printable characters, and
+     * MPI_SIGNED_CHAR / MPI_UNSIGNED_CHAR for small integers), but Open MPI and MPICH both reduce
+     * it as the C char it is, with every arithmetic, logical and bitwise op, and the OSU
+     * benchmarks use it by default: mpiopt does the same, with the platform's char signedness. */
+    { MPI_CHAR, CHAR_MIN < 0 ? CAT_SIGNED : CAT_UNSIGNED, 0, 0 },
     { MPI_DOUBLE_PRECISION, CAT_FLOAT, 0, 0 },
     { MPI_INTEGER, CAT_FORTRAN_INT, 0, 0 },
     { MPI_REAL, CAT_FLOAT, 0, 0 },
@@ -58,7 +64,14 @@ static type_entry types[] = {
     { MPI_REAL4, CAT_FLOAT, 0, 0 },
     { MPI_REAL8, CAT_FLOAT, 0, 0 },
     { MPI_LONG_DOUBLE, CAT_LDBL, 0, 0 },
-    /* MPI_REAL16 is left to the vendor: gfortran's REAL(16) is IEEE quad, not long double. */
+    /* Fortran REAL(16) / COMPLEX(16) are IEEE binary128 (gfortran, ifort), not x87 long double:
+     * Open MPI 4.1.4 reduces them as long double and MPICH 4.0.2 gets them wrong too. */
+    { MPI_REAL16, CAT_QUAD, 0, 0 },
+    { MPI_COMPLEX32, CAT_CQUAD, 0, 0 },
+    /* Left to the vendor whole (no entry: mpiopt_vendor_takes says so): MPI_WCHAR,
+     * MPI_CHARACTER and MPI_PACKED (no reduction is defined on them; the vendors disagree on
+     * MPI_CHARACTER's signedness), MPI_INTEGER16, Open MPI's MPI_LOGICAL1..8 and
+     * MPI_2COMPLEX / MPI_2DOUBLE_COMPLEX. docs/kernels.md has the table. */
     { MPI_C_FLOAT_COMPLEX, CAT_COMPLEX, 0, 0 },
     { MPI_C_COMPLEX, CAT_COMPLEX, 0, 0 },
     { MPI_C_DOUBLE_COMPLEX, CAT_COMPLEX, 0, 0 },
@@ -118,6 +131,8 @@ static int resolve(const type_entry *e)
     case CAT_LDBL: kt = MK_LDBL; break;
     case CAT_COMPLEX: kt = size == 8 ? MK_C32 : size == 16 ? MK_C64 : -1; break;
     case CAT_CLDBL: kt = MK_CLDBL; break;
+    case CAT_QUAD: kt = size == 16 ? MK_F128 : -1; break;
+    case CAT_CQUAD: kt = size == 32 ? MK_C128 : -1; break;
     case CAT_PAIR: kt = e->pair; break;
     default: kt = -1;
     }
@@ -138,9 +153,10 @@ static int op_allowed(mpiopt_kop op, category cat)
     switch (op) {
     case MK_SUM: case MK_PROD:
         return cat == CAT_SIGNED || cat == CAT_FORTRAN_INT || cat == CAT_UNSIGNED || cat == CAT_FLOAT || cat == CAT_LDBL ||
-               cat == CAT_COMPLEX || cat == CAT_CLDBL;
+               cat == CAT_COMPLEX || cat == CAT_CLDBL || cat == CAT_QUAD || cat == CAT_CQUAD;
     case MK_MAX: case MK_MIN:
-        return cat == CAT_SIGNED || cat == CAT_FORTRAN_INT || cat == CAT_UNSIGNED || cat == CAT_FLOAT || cat == CAT_LDBL;
+        return cat == CAT_SIGNED || cat == CAT_FORTRAN_INT || cat == CAT_UNSIGNED || cat == CAT_FLOAT || cat == CAT_LDBL ||
+               cat == CAT_QUAD;
     case MK_LAND: case MK_LOR: case MK_LXOR:
         return cat == CAT_SIGNED || cat == CAT_UNSIGNED || cat == CAT_LOGICAL;
     case MK_BAND: case MK_BOR: case MK_BXOR:
@@ -188,4 +204,12 @@ int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k)
         return k->k2 != NULL;
     }
     return 0;
+}
+
+int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op)
+{
+    mpiopt_op_kernel k;
+    if (kop_of(op) < 0 && op != MPI_REPLACE && op != MPI_NO_OP)
+        return 0;   /* a user-defined op: mpiopt's algorithms call it through PMPI_Reduce_local */
+    return !mpiopt_find_kernel(datatype, op, &k);
 }

@@ -17,4 +17,12 @@ typedef struct {
  * the type, a type whose representation mpiopt does not know), leaving the call to the vendor. */
 int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k);
 
+/* 1 if a collective with this (datatype, op) should go to the vendor whole rather than run
+ * mpiopt's algorithms: a predefined op on a type mpiopt has no kernel for (a type outside the
+ * op's category, MPI_REAL16, a derived type, …). Running the algorithms with the vendor's
+ * PMPI_Reduce_local at every step would be slower than the vendor's own collective and would
+ * give its result anyway, or fail partway on an op the vendor rejects. User-defined ops give 0:
+ * mpiopt's algorithms apply them through PMPI_Reduce_local. */
+int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op);
+
 #endif

@@ -7,12 +7,14 @@ int mpiopt_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Dataty
                         MPI_Op op)
 {
     mpiopt_op_kernel k;
-    if (count > 0 && inbuf != MPI_IN_PLACE && inoutbuf != MPI_IN_PLACE &&
+    /* count 0 included: MPICH rejects MPI_COMPLEX32, which mpiopt reduces, even then */
+    if (count >= 0 && inbuf != MPI_IN_PLACE && inoutbuf != MPI_IN_PLACE &&
         mpiopt_find_kernel(datatype, op, &k)) {
-        mpiopt_run2(k.k2, inbuf, inoutbuf, (size_t)count, k.elem_size);
+        if (count > 0)
+            mpiopt_run2(k.k2, inbuf, inoutbuf, (size_t)count, k.elem_size);
         return MPI_SUCCESS;
     }
-    /* count 0 and bad arguments too: the vendor returns its own error codes and messages. */
+    /* bad arguments: the vendor returns its own error codes and messages. */
     return PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op);
 }
 
@@ -20,8 +22,9 @@ int mpiopt_reduce_local3(const void *inbuf1, const void *inbuf2, void *outbuf, i
                          MPI_Datatype datatype, MPI_Op op)
 {
     mpiopt_op_kernel k;
-    if (count > 0 && mpiopt_find_kernel(datatype, op, &k)) {
-        mpiopt_run3(k.k3, inbuf1, inbuf2, outbuf, (size_t)count, k.elem_size);
+    if (count >= 0 && mpiopt_find_kernel(datatype, op, &k)) {
+        if (count > 0)
+            mpiopt_run3(k.k3, inbuf1, inbuf2, outbuf, (size_t)count, k.elem_size);
         return MPI_SUCCESS;
     }
     if (count <= 0)

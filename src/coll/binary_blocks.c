@@ -104,7 +104,7 @@ static int reduce_to_biggest(const mpiopt_coll *c, blocks *b, void *buf, size_t 
     int rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, buf, b->rank_of, b->levels, b->g);
     if (rc == MPI_SUCCESS)
         rc = to_biggest(c, b, buf, tmp, count);
-    free(tmp);
+    mpiopt_scratch_free(tmp);
     return rc;
 }
 

@@ -47,7 +47,7 @@ static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_r
         if (rc != MPI_SUCCESS)
             break;
     }
-    free(tmp);
+    mpiopt_scratch_free(tmp);
     return rc;
 }
 

@@ -117,11 +117,16 @@ int mpiopt_fold_in(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f
 int mpiopt_fold_out(const mpiopt_coll *c, void *buf, size_t count);
 
 /* A fold with its scratch: mpiopt_fold_begin allocates f->tmp and f->rank_of, then folds in;
- * mpiopt_fold_end frees them (also after a failed begin). */
+ * mpiopt_fold_end gives them back (also after a failed begin). */
 int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold *f);
 void mpiopt_fold_end(mpiopt_fold *f);
 
-/* count elements of scratch (never a zero-byte malloc, which may return NULL). */
+/* Scratch memory (scratch.c): from this thread's pool, which keeps its buffers mapped between
+ * calls until MPI_Finalize, so no call faults its scratch in again. Buffers held at the same time
+ * are distinct; each goes back with mpiopt_scratch_free. Never NULL for 0 bytes. */
+void *mpiopt_scratch(size_t bytes);
+void mpiopt_scratch_free(void *buf);
+/* count elements of scratch, from the pool. */
 void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count);
 /* Moves the result from rank `from` to rank `to` (nothing if they are the same rank). */
 int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to);

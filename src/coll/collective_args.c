@@ -30,6 +30,7 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
     if ((is_reduce ? info->reduce == NULL : info->allreduce == NULL) ||
         !mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
+        mpiopt_vendor_takes(datatype, op) ||
         !mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
                                               mpiopt_predefined_op(op) : 1))
         return 1;
@@ -86,14 +87,17 @@ int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *
 
 int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op)
 {
+    if (datatype == MPI_REAL16 || datatype == MPI_COMPLEX32)
+        return 1;   /* both reduce binary128 as something else (docs/kernels.md) */
 #if defined(OMPI_MAJOR_VERSION)
     if (op == MPI_SUM)
         return datatype == MPI_SIGNED_CHAR || datatype == MPI_UNSIGNED_CHAR ||
                datatype == MPI_CHAR || datatype == MPI_INT8_T || datatype == MPI_UINT8_T ||
                datatype == MPI_SHORT || datatype == MPI_UNSIGNED_SHORT ||
-               datatype == MPI_INT16_T || datatype == MPI_UINT16_T;
+               datatype == MPI_INT16_T || datatype == MPI_UINT16_T ||
+               datatype == MPI_INTEGER1 || datatype == MPI_INTEGER2;
     if (op == MPI_MAX || op == MPI_MIN)
-        return datatype == MPI_UNSIGNED_LONG;
+        return datatype == MPI_UNSIGNED_LONG || datatype == MPI_OFFSET;
 #elif defined(MPICH_VERSION)
     if (op == MPI_MAX || op == MPI_MIN)
         return datatype == MPI_UNSIGNED_CHAR || datatype == MPI_UNSIGNED_SHORT ||

@@ -34,7 +34,8 @@ int mpiopt_coll_shape(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, s
 int mpiopt_coll_supported(MPI_Comm comm, int count, MPI_Datatype datatype, int *p, size_t *bytes);
 
 /* 1 where the vendor's own reduction is known to give wrong results (design.md: Open MPI 4.1.4's
- * avx component saturates 8- and 16-bit integer sums and compares MPI_UNSIGNED_LONG as signed;
+ * avx component saturates 8- and 16-bit integer sums (MPI_CHAR and MPI_INTEGER1/2 included), and
+ * it compares MPI_UNSIGNED_LONG as signed and MPI_OFFSET as unsigned (tests/c/type_check.c);
  * MPICH 4.0.2 compares unsigned integers as signed in MAX / MIN): `auto` then avoids the vendor. */
 int mpiopt_vendor_result_wrong(MPI_Datatype datatype, MPI_Op op);
 /* 1 where the vendor's MPI_Allreduce may give different ranks different bits: MPICH 4.0.2's

@@ -132,13 +132,8 @@ int mpiopt_fold_begin(const mpiopt_coll *c, void *buf, size_t count, mpiopt_fold
 
 void mpiopt_fold_end(mpiopt_fold *f)
 {
-    free(f->tmp);
+    mpiopt_scratch_free(f->tmp);
     free(f->rank_of);
     f->tmp = NULL;
     f->rank_of = NULL;
-}
-
-void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count)
-{
-    return malloc(count * c->extent + 1);
 }

@@ -51,7 +51,7 @@ static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
     if (plan->p > 1)
         rc = mpiopt_algorithms[plan->algorithm].reduce(&c, buf, (size_t)count, root);
     if (buf != recvbuf)
-        free(buf);
+        mpiopt_scratch_free(buf);
     return rc;
 }
 

@@ -95,7 +95,7 @@ int mpiopt_allreduce_ring(const mpiopt_coll *c, void *buf, size_t count)
     if (!tmp)
         return MPI_ERR_NO_MEM;
     int rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
-    free(tmp);
+    mpiopt_scratch_free(tmp);
     if (rc == MPI_SUCCESS)
         rc = mpiopt_allgather_ring(c, buf, count);
     return rc;
@@ -108,7 +108,7 @@ int mpiopt_reduce_ring(const mpiopt_coll *c, void *buf, size_t count, int root)
     if (!tmp)
         return MPI_ERR_NO_MEM;
     rc = mpiopt_reduce_scatter_ring(c, buf, tmp, count);
-    free(tmp);
+    mpiopt_scratch_free(tmp);
     if (rc != MPI_SUCCESS)
         return rc;
     size_t lo, hi;

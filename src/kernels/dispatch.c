@@ -99,6 +99,7 @@ size_t mpiopt_ktype_size(mpiopt_ktype t)
         [MK_I64] = 8, [MK_U64] = 8, [MK_F32] = sizeof(float), [MK_F64] = sizeof(double),
         [MK_LDBL] = sizeof(long double), [MK_C32] = 2 * sizeof(float),
         [MK_C64] = 2 * sizeof(double), [MK_CLDBL] = 2 * sizeof(long double),
+        [MK_F128] = 16, [MK_C128] = 32,
         [MK_FLOAT_INT] = sizeof(struct { float v; int i; }),
         [MK_DOUBLE_INT] = sizeof(struct { double v; int i; }),
         [MK_LONG_INT] = sizeof(struct { long v; int i; }),

@@ -13,6 +13,10 @@ typedef enum {
     MK_I8, MK_U8, MK_I16, MK_U16, MK_I32, MK_U32, MK_I64, MK_U64,
     MK_F32, MK_F64, MK_LDBL,                 /* float, double, long double (x87 80-bit on x86-64) */
     MK_C32, MK_C64, MK_CLDBL,                /* complex float / double / long double */
+    /* IEEE binary128 (GCC's __float128, in software), real and complex: Fortran REAL(16) and
+     * COMPLEX(16) as gfortran and ifort lay them out. Absent from the tables where the compiler
+     * has no __float128. */
+    MK_F128, MK_C128,
     /* value-index pairs for MINLOC / MAXLOC, laid out as the C structs MPI describes */
     MK_FLOAT_INT, MK_DOUBLE_INT, MK_LONG_INT, MK_2INT, MK_SHORT_INT, MK_LDBL_INT,
     MK_2FLOAT, MK_2DOUBLE,

@@ -51,6 +51,12 @@ ARITH_KERNELS(u64, uint64_t)
 ARITH_KERNELS(f32, float)
 ARITH_KERNELS(f64, double)
 ARITH_KERNELS(ldbl, long double)
+#if defined(__SIZEOF_FLOAT128__)
+/* GCC gives __float128 16-byte alignment and loads it with aligned moves: elements at any byte
+ * offset (a message buffer) need the type with that promise taken away. */
+typedef __float128 f128_any_align __attribute__((aligned(1)));
+ARITH_KERNELS(f128, f128_any_align)
+#endif
 
 /* ---- MAX / MIN. Integers: plain compare. Floating: a NaN in either operand gives NaN (as IEEE
  * 754-2019 maximum/minimum); equal operands, -0.0 against +0.0 included, give b (the inout /
@@ -78,6 +84,9 @@ MAXMIN_INT_KERNELS(u64, uint64_t)
 MAXMIN_FLOAT_KERNELS(f32, float)
 MAXMIN_FLOAT_KERNELS(f64, double)
 MAXMIN_FLOAT_KERNELS(ldbl, long double)
+#if defined(__SIZEOF_FLOAT128__)
+MAXMIN_FLOAT_KERNELS(f128, f128_any_align)
+#endif
 
 /* ---- logical: any non-zero value is true; the result is 0 or 1. Width is all that matters,
  * so C bool, Fortran LOGICAL and every integer of one size share a function. */
@@ -129,6 +138,9 @@ BITWISE_KERNELS(u64, uint64_t)
 COMPLEX_KERNELS(c32, float)
 COMPLEX_KERNELS(c64, double)
 COMPLEX_KERNELS(cldbl, long double)
+#if defined(__SIZEOF_FLOAT128__)
+COMPLEX_KERNELS(c128, f128_any_align)
+#endif
 
 /* ---- MINLOC / MAXLOC on (value, index) pairs. Ties take the lower index. The choice is
  * computed once as a 0/1 mask from bitwise logic and applied to both members, which the
@@ -217,7 +229,16 @@ LOC_KERNELS(2double, double, double)
     K(MK_MIN, MK_LDBL, min_ldbl##F),                                                           \
     LOGIC_ROW(MK_LAND, land, F), LOGIC_ROW(MK_LOR, lor, F), LOGIC_ROW(MK_LXOR, lxor, F),       \
     LOGIC_ROW(MK_BAND, band, F), LOGIC_ROW(MK_BOR, bor, F), LOGIC_ROW(MK_BXOR, bxor, F),       \
-    LOC_ROW(MK_MINLOC, minloc, F), LOC_ROW(MK_MAXLOC, maxloc, F)
+    LOC_ROW(MK_MINLOC, minloc, F), LOC_ROW(MK_MAXLOC, maxloc, F) QUAD_ENTRIES(F)
+/* binary128: software arithmetic, one element at a time on every target */
+#if defined(__SIZEOF_FLOAT128__)
+#define QUAD_ENTRIES(F)                                                                        \
+    , K(MK_SUM, MK_F128, sum_f128##F), K(MK_PROD, MK_F128, prod_f128##F),                     \
+    K(MK_MAX, MK_F128, max_f128##F), K(MK_MIN, MK_F128, min_f128##F),                          \
+    K(MK_SUM, MK_C128, sum_c128##F), K(MK_PROD, MK_C128, prod_c128##F)
+#else
+#define QUAD_ENTRIES(F)
+#endif
 /* logical and bitwise ops: defined on integers only, by width */
 #define LOGIC_ROW(OP, N, F)                                                                    \
     K(OP, MK_I8, N##_u8##F), K(OP, MK_U8, N##_u8##F), K(OP, MK_I16, N##_u16##F),               \

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpiopt.h"
+#include "op_kernel.h"
 
 static int failures, checks;
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -133,6 +134,19 @@ INT_CASE(MPI_LONG_LONG, long long, unsigned long long)
 INT_CASE(MPI_UINT64_T, uint64_t, uint64_t)
 INT_CASE(MPI_SIGNED_CHAR, signed char, unsigned char)
 INT_CASE(MPI_SHORT, short, unsigned short)
+/* plain char: signed or unsigned as the platform's C char, which is what the reference computes */
+INT_CASE(MPI_CHAR, char, unsigned char)
+INT_CASE(MPI_UNSIGNED_CHAR, unsigned char, unsigned char)
+INT_CASE(MPI_UNSIGNED_SHORT, unsigned short, unsigned short)
+INT_CASE(MPI_UNSIGNED_LONG_LONG, unsigned long long, unsigned long long)
+INT_CASE(MPI_INT32_T, int32_t, uint32_t)
+INT_CASE(MPI_INT64_T, int64_t, uint64_t)
+INT_CASE(MPI_UINT32_T, uint32_t, uint32_t)
+INT_CASE(MPI_INTEGER1, int8_t, uint8_t)
+INT_CASE(MPI_INTEGER2, int16_t, uint16_t)
+INT_CASE(MPI_INTEGER4, int32_t, uint32_t)
+INT_CASE(MPI_OFFSET, MPI_Offset, uint64_t)
+INT_CASE(MPI_COUNT, MPI_Count, uint64_t)
 INT_CASE(MPI_INTEGER, int, unsigned)
 INT_CASE(MPI_INTEGER8, int64_t, uint64_t)
 INT_CASE(MPI_AINT, MPI_Aint, uint64_t)
@@ -145,7 +159,11 @@ COMPLEX_CASE(MPI_C_FLOAT_COMPLEX, float)
 COMPLEX_CASE(MPI_C_DOUBLE_COMPLEX, double)
 COMPLEX_CASE(MPI_C_LONG_DOUBLE_COMPLEX, long double)
 COMPLEX_CASE(MPI_DOUBLE_COMPLEX, double)
+/* Fortran REAL(16) / COMPLEX(16): IEEE binary128 */
+FLOAT_CASE(MPI_REAL16, __float128)
+COMPLEX_CASE(MPI_COMPLEX32, __float128)
 INT_CASE(MPI_C_BOOL, uint8_t, uint8_t)     /* values 0/1 and others: any non-zero is true */
+INT_CASE(MPI_CXX_BOOL, uint8_t, uint8_t)
 INT_CASE(MPI_LOGICAL, int, unsigned)
 INT_CASE(MPI_BYTE, uint8_t, uint8_t)
 PAIR_CASE(MPI_FLOAT_INT, float, int)
@@ -175,12 +193,20 @@ static void build_cases(void)
         T(MPI_SIGNED_CHAR, 1, 1, ALL_INT_OPS), T(MPI_SHORT, 2, 2, ALL_INT_OPS),
         T(MPI_INTEGER, 4, 4, FINT_OPS), T(MPI_INTEGER8, 8, 8, FINT_OPS),
         T(MPI_AINT, 8, 8, FINT_OPS),
+        T(MPI_CHAR, 1, 1, ALL_INT_OPS), T(MPI_UNSIGNED_CHAR, 1, 1, ALL_INT_OPS),
+        T(MPI_UNSIGNED_SHORT, 2, 2, ALL_INT_OPS), T(MPI_UNSIGNED_LONG_LONG, 8, 8, ALL_INT_OPS),
+        T(MPI_INT32_T, 4, 4, ALL_INT_OPS), T(MPI_INT64_T, 8, 8, ALL_INT_OPS),
+        T(MPI_UINT32_T, 4, 4, ALL_INT_OPS),
+        T(MPI_INTEGER1, 1, 1, FINT_OPS), T(MPI_INTEGER2, 2, 2, FINT_OPS),
+        T(MPI_INTEGER4, 4, 4, FINT_OPS), T(MPI_OFFSET, 8, 8, FINT_OPS), T(MPI_COUNT, 8, 8, FINT_OPS),
+        T(MPI_CXX_BOOL, 1, 1, "LAND LOR LXOR"),
         T(MPI_FLOAT, 4, 4, "SUM PROD MAX MIN"), T(MPI_DOUBLE, 8, 8, "SUM PROD MAX MIN"),
         T(MPI_LONG_DOUBLE, sizeof(long double), 10, "SUM PROD MAX MIN"),
         T(MPI_REAL, 4, 4, "SUM PROD MAX MIN"), T(MPI_DOUBLE_PRECISION, 8, 8, "SUM PROD MAX MIN"),
         T(MPI_C_FLOAT_COMPLEX, 8, 8, "SUM PROD"), T(MPI_C_DOUBLE_COMPLEX, 16, 16, "SUM PROD"),
         T(MPI_C_LONG_DOUBLE_COMPLEX, 2 * sizeof(long double), 0, "SUM PROD"),
         T(MPI_DOUBLE_COMPLEX, 16, 16, "SUM PROD"),
+        T(MPI_REAL16, 16, 16, "SUM PROD MAX MIN"), T(MPI_COMPLEX32, 32, 32, "SUM PROD"),
         T(MPI_C_BOOL, 1, 1, "LAND LOR LXOR"), T(MPI_LOGICAL, 4, 4, "LAND LOR LXOR"),
         T(MPI_BYTE, 1, 1, "BAND BOR BXOR"),
         T(MPI_FLOAT_INT, 8, 8, "MINLOC MAXLOC"), T(MPI_DOUBLE_INT, 16, 12, "MINLOC MAXLOC"),
@@ -210,8 +236,9 @@ static MPI_Op op_handle(const char *name)
  * cmp_bytes 0 the members one by one (types with padding inside). */
 static int is_nan_of(const type_case *tc, const unsigned char *p)
 {
-    float f; double d; long double l;
+    float f; double d; long double l; __float128 q;
     MPI_Datatype t = tc->dt;
+    if (t == MPI_REAL16 || t == MPI_COMPLEX32) { memcpy(&q, p, 16); return isnan(q); }
     if (t == MPI_FLOAT || t == MPI_REAL || t == MPI_C_FLOAT_COMPLEX) { memcpy(&f, p, 4); return isnan(f); }
     if (t == MPI_DOUBLE || t == MPI_DOUBLE_PRECISION || t == MPI_C_DOUBLE_COMPLEX || t == MPI_DOUBLE_COMPLEX) { memcpy(&d, p, 8); return isnan(d); }
     if (t == MPI_LONG_DOUBLE || t == MPI_C_LONG_DOUBLE_COMPLEX) { memcpy(&l, p, sizeof l); return isnan(l); }
@@ -223,7 +250,7 @@ static int element_equal(const type_case *tc, const unsigned char *x, const unsi
 {
     size_t half = tc->size / 2;
     if (tc->dt == MPI_C_FLOAT_COMPLEX || tc->dt == MPI_C_DOUBLE_COMPLEX || tc->dt == MPI_DOUBLE_COMPLEX ||
-        tc->dt == MPI_C_LONG_DOUBLE_COMPLEX) {
+        tc->dt == MPI_C_LONG_DOUBLE_COMPLEX || tc->dt == MPI_COMPLEX32) {
         size_t vb = tc->dt == MPI_C_LONG_DOUBLE_COMPLEX ? 10 : half;
         for (int c = 0; c < 2; c++) {
             const unsigned char *xc = x + c * half, *yc = y + c * half;
@@ -299,6 +326,14 @@ static void check_vendor_bugs(void)
     mpiopt_reduce_local(a16, b16, 40, MPI_SHORT, MPI_SUM);
     checks++;
     if (b16[7] != (int16_t)-5536) FAIL("int16 30000+30000 gave %d, want -5536", b16[7]);
+
+    /* MPI_CHAR, OSU's default type: Open MPI's avx component saturates its sums too */
+    char c8[40], d8[40];
+    for (int i = 0; i < 40; i++) { c8[i] = 100; d8[i] = 100; }
+    mpiopt_reduce_local(c8, d8, 40, MPI_CHAR, MPI_SUM);
+    checks++;
+    for (int i = 0; i < 40; i++)
+        if (d8[i] != (char)200) { FAIL("MPI_CHAR 100+100 gave %d, want %d (wrap-around)", d8[i], (char)200); break; }
 
     unsigned long ua[33], ub[33];
     for (int i = 0; i < 33; i++) { ua[i] = ULONG_MAX; ub[i] = 1; }
@@ -380,6 +415,37 @@ static void check_fallbacks(void)
     MPI_Type_free(&vec);
 }
 
+/* Every predefined (type, op) either has a kernel or goes to the vendor whole; user ops never do. */
+static void check_vendor_takes(void)
+{
+    static const struct { const char *name; MPI_Datatype dt; MPI_Op op; int want; } cases[] = {
+        { "MPI_CHAR SUM", MPI_CHAR, MPI_SUM, 0 }, { "MPI_CHAR BXOR", MPI_CHAR, MPI_BXOR, 0 },
+        { "MPI_INT MINLOC", MPI_INT, MPI_MINLOC, 1 }, { "MPI_BYTE SUM", MPI_BYTE, MPI_SUM, 1 },
+        { "MPI_FLOAT LAND", MPI_FLOAT, MPI_LAND, 1 }, { "MPI_WCHAR SUM", MPI_WCHAR, MPI_SUM, 1 },
+        { "MPI_CHARACTER SUM", MPI_CHARACTER, MPI_SUM, 1 }, { "MPI_PACKED BOR", MPI_PACKED, MPI_BOR, 1 },
+        { "MPI_REAL16 SUM", MPI_REAL16, MPI_SUM, 0 }, { "MPI_COMPLEX32 SUM", MPI_COMPLEX32, MPI_SUM, 0 },
+        { "MPI_REAL16 LAND", MPI_REAL16, MPI_LAND, 1 }, { "MPI_COMPLEX32 MAX", MPI_COMPLEX32, MPI_MAX, 1 },
+        { "MPI_INT REPLACE", MPI_INT, MPI_REPLACE, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        checks++;
+        if (mpiopt_vendor_takes(cases[i].dt, cases[i].op) != cases[i].want)
+            FAIL("mpiopt_vendor_takes(%s) should be %d", cases[i].name, cases[i].want);
+    }
+    MPI_Datatype quad;
+    MPI_Type_contiguous(4, MPI_INT, &quad);
+    MPI_Type_commit(&quad);
+    checks++;
+    if (!mpiopt_vendor_takes(quad, MPI_SUM)) FAIL("a derived type with MPI_SUM has no kernel: vendor");
+    MPI_Op op;
+    MPI_Op_create(user_op_fn, 0, &op);
+    checks++;
+    if (mpiopt_vendor_takes(quad, op) || mpiopt_vendor_takes(MPI_INT, op))
+        FAIL("a user op runs in mpiopt's algorithms");
+    MPI_Op_free(&op);
+    MPI_Type_free(&quad);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -401,6 +467,7 @@ int main(int argc, char **argv)
     check_vendor_bugs();
     check_float_rules();
     check_fallbacks();
+    check_vendor_takes();
     printf("unit_reduce_local [isa %s]: %d checks, %d failed\n", mpiopt_kernel_isa(), checks, failures);
     MPI_Finalize();
     return failures ? 1 : 0;

@@ -8,6 +8,7 @@ program reduce_local_dropin
   integer :: ierr, i
   integer(kind=1) :: a8(64), b8(64)
   double precision :: da(64), db(64), ea(64), eb(64)
+  real(kind=16) :: qa(5), qb(5)
 
   call MPI_Init(ierr)
   a8 = 100_1
@@ -21,9 +22,14 @@ program reduce_local_dropin
   end do
   call MPI_Reduce_local(da, db, 64, MPI_DOUBLE_PRECISION, MPI_MAX, ierr)
   call MPI_Reduce_local(ea, eb, 64, MPI_DOUBLE_PRECISION, MPI_MAX, ierr)
+  ! REAL(16) is IEEE binary128: Open MPI reduces it as x87 long double, MPICH gets garbage
+  qa = 1.5_16
+  qb = 1.25_16
+  call MPI_Reduce_local(qa, qb, 5, MPI_REAL16, MPI_SUM, ierr)
   print '(A,I0)', 'int1_sum ', b8(64)
   print '(A,L1)', 'max_nan_in ', ieee_is_nan(db(64))
   print '(A,L1)', 'max_nan_inout ', ieee_is_nan(eb(64))
+  print '(A,F6.3)', 'real16_sum ', qb(5)
   print '(A,I0)', 'ierr ', ierr
   call MPI_Finalize(ierr)
 end program reduce_local_dropin

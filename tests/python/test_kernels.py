@@ -18,7 +18,8 @@ pytestmark = needs_build
 # What mpiopt computes (and documents) for the cases in tests/c/plain_reduce_local.c
 C_EXPECTED = {"int8_sum": "-56", "ulong_max": "18446744073709551615", "uint_max": "3000000000",
               "max_nan_in": "nan", "max_nan_inout": "nan"}
-F_EXPECTED = {"int1_sum": "-56", "max_nan_in": "T", "max_nan_inout": "T", "ierr": "0"}
+F_EXPECTED = {"int1_sum": "-56", "max_nan_in": "T", "max_nan_inout": "T", "real16_sum": "2.750",
+              "ierr": "0"}
 
 
 def parse_pairs(stdout):
@@ -75,7 +76,7 @@ def test_benchmark_compare_json(flavour):
 
 
 @pytest.mark.parametrize("args,message", [(["-s", "12"], "element size"), (["-o", "plus"], "unknown op"),
-                                          (["-t", "x"], "types"), (["-l", "10", "-u", "5"], "above")])
+                                          (["-t", "x"], "types"), (["-t", "ciq"], "types"), (["-l", "10", "-u", "5"], "above")])
 def test_benchmark_rejects_bad_options(args, message):
     flavour = FLAVOURS[0]
     r = mpi.run(flavour, 1, [mpi.binary(flavour, "mpiopt-reduce-local"), *args], timeout=60)
@@ -114,7 +115,32 @@ def test_vec_report_covers_every_kernel_but_long_double():
     rows = {x["target"]: x for x in json.loads(r.stdout)}
     for target in ("avx2", "avx512"):
         row = rows[target]
-        assert row["functions"] == 164      # 82 op × type functions, 2- and 3-buffer forms
-        # x87 long double has no vector unit; everything else must be vectorized
-        assert all("ldbl" in f for f in row["functions_scalar"]), row["functions_scalar"]
+        assert row["functions"] == 176      # 88 op × type functions, 2- and 3-buffer forms
+        # x87 long double has no vector unit, binary128 is software; everything else is vectorized
+        assert all("ldbl" in f or "128" in f for f in row["functions_scalar"]), row["functions_scalar"]
         assert row["loops_vectorized"] >= row["functions_vectorized"]
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_benchmark_checks_mpi_char(flavour):
+    """MPI_CHAR (`-t c`), OSU's default type: mpiopt's kernel is checked against the scalar
+    reference at odd counts and shifted buffers, every op."""
+    r = mpi.run(flavour, 1, [mpi.binary(flavour, "mpiopt-reduce-local"), "-o", "all", "-t", "c",
+                             "-l", "1", "-u", "300", "-i", "3", "-1", "1", "-2", "2"], timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines and all(" MPI_CHAR " in l for l in lines) and "First error" not in r.stdout
+    assert {l.split()[0] for l in lines} == {"MPI_SUM", "MPI_PROD", "MPI_MAX", "MPI_MIN", "MPI_LAND",
+                                            "MPI_LOR", "MPI_LXOR", "MPI_BAND", "MPI_BOR", "MPI_BXOR"}
+
+
+def test_kernel_report_has_mpi_char_rows(mpiopt, tmp_path):
+    r = mpiopt("bench", "kernels", "--ops", "sum", "--counts", "1000", "--repeats", "3", "--json",
+               "--results", tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = json.loads(r.stdout)["rows"]
+    char = [x for x in rows if x["type"] == "MPI_CHAR"]
+    assert {x["vendor"] for x in char} == {x["vendor"] for x in rows}
+    assert all(x["op"] == "MPI_SUM" and x["bytes"] == 1000 and x["mpiopt_1t_gbs"] > 0 for x in char)
+    # the issue's bar is set on doubles: one line per double row at 1000 elements, none for MPI_CHAR
+    assert len(json.loads(r.stdout)["bar"]) == len(rows) - len(char)
