@@ -74,3 +74,14 @@ def test_bad_input(mpiopt, tmp_path, args, needle):
     r = mpiopt("io-agg", *args, "-o", str(out))
     assert r.returncode == 2 and needle in r.stderr
     assert not out.exists()
+
+
+def test_romio_config_list_semantics():
+    # as ROMIO's cb_config_list.c: a named entry retires its host, `*` skips retired hosts,
+    # `*:*` is ranks 0..cb_nodes-1
+    from mpiopt.placement.io_agg import romio_aggregators
+    names = ["a", "b", "a", "b", "c", "c"]
+    assert romio_aggregators(names, "b:1,*:2", 6).tolist() == [1, 0, 2, 4, 5]
+    assert romio_aggregators(names, "*:1", 2).tolist() == [0, 1]
+    assert romio_aggregators(names, "c:*", 6).tolist() == [4, 5]
+    assert romio_aggregators(names, "*:*", 3).tolist() == [0, 1, 2]

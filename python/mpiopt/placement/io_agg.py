@@ -6,10 +6,11 @@ Two selections are modelled, both pure bookkeeping over a Placement:
   case study's pre-5.5.5 Cray library made (its display lists AGG i = rank 2i): it looks at rank
   numbers, not at nodes, so a rank reorder can put several aggregators on one node.
 * `romio`: ROMIO's choice from the hint cb_config_list, which ROMIO matches against the processor
-  names the ranks report (MPI_Get_processor_name). A list entry is `host:N` or `*:N` (N a count
-  or `*` for all ranks there); for each entry in list order ROMIO takes, host by host, up to N
-  ranks of that host not yet taken, lowest rank first; `*` walks the hosts in the order of their
-  lowest rank. The resulting list is cut to cb_nodes. ROMIO's default list is `*:1`.
+  names the ranks report (MPI_Get_processor_name), gathered to rank 0. A list entry is `host:N`
+  or `*:N` (N a count, or `*` for up to cb_nodes); for each entry in list order ROMIO takes up to
+  N ranks of that host, lowest rank first, and then retires the host; `*` does so for every host
+  not yet retired, in the order of their lowest rank. It stops at cb_nodes aggregators. ROMIO's
+  default list is `*:1`. (Read from ROMIO's adio/common/cb_config_list.c; modelled, not copied.)
 
 The fix `fix_hints` returns the hints that put one aggregator on each of the first C nodes:
 cb_nodes=C and cb_config_list naming those hosts, `host:1` each (or `*:k` when C > nodes).
@@ -73,23 +74,32 @@ def parse_config_list(text: str) -> list[tuple[str, int | None]]:
 
 
 def romio_aggregators(names: list[str], config_list: str, cb_nodes: int) -> np.ndarray:
-    """ROMIO's aggregator ranks, given each rank's processor name (names[rank])."""
+    """ROMIO's aggregator ranks, given each rank's processor name (names[rank]). As in ROMIO's
+    ADIOI_cb_config_list_parse: an entry uses up its host (later entries never take it again);
+    `host:*` and `*:*` mean up to cb_nodes; the whole list `*:*` is the ranks 0..cb_nodes-1."""
     check_cb_nodes(len(names), cb_nodes)
+    if config_list.strip() == "*:*":
+        return np.arange(cb_nodes, dtype=np.int64)
     by_host: dict[str, list[int]] = {}
     for rank, name in enumerate(names):   # insertion order = order of each host's lowest rank
         by_host.setdefault(name, []).append(rank)
-    taken: set[int] = set()
+    used: set[str] = set()
     chosen: list[int] = []
     for host, count in parse_config_list(config_list):
-        hosts = list(by_host) if host == "*" else ([host] if host in by_host else [])
+        if len(chosen) >= cb_nodes:
+            break
+        hosts = [h for h in by_host if h not in used] if host == "*" else [host]
         for h in hosts:
-            free = [r for r in by_host[h] if r not in taken]
-            pick = free if count is None else free[:count]
-            taken.update(pick)
-            chosen.extend(pick)
+            if h in used or h not in by_host:
+                continue
+            want = min(cb_nodes if count is None else count, cb_nodes - len(chosen))
+            chosen.extend(by_host[h][:want])
+            used.add(h)
+            if len(chosen) >= cb_nodes:
+                break
     if not chosen:
         raise PlacementError(f"cb_config_list {config_list!r} matches no host of the job")
-    return np.array(chosen[:cb_nodes], dtype=np.int64)
+    return np.array(chosen, dtype=np.int64)
 
 
 @dataclass
