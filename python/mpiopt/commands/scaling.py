@@ -14,6 +14,7 @@ from rich.table import Table
 from .. import mpi
 from ..benchmarks.scaling import DEFAULT_STEP_REGEX, plot, study, table
 from ..errors import UsageError
+from ..simulation import smpi
 from ..units import parse_ranks
 
 EXAMPLE = """examples:
@@ -48,7 +49,7 @@ def register(sub) -> None:
     r.add_argument("--ndims", type=int, default=2, help="dimensions of the decomposition (default 2)")
     r.add_argument("--ppn", type=int, default=1, help="ranks per node (nodes column; SMPI hostfile)")
     r.add_argument("--simulate", action="store_true", help="run under SimGrid SMPI")
-    r.add_argument("--platform", default="torus", choices=("cluster", "torus", "fattree"),
+    r.add_argument("--platform", default="torus", choices=smpi.PLATFORMS,
                    help="simulated platform (default torus)")
     r.add_argument("--mpi", choices=mpi.FLAVOURS, help="MPI for real runs (default: first built)")
     r.add_argument("--step-regex", default=DEFAULT_STEP_REGEX,
@@ -106,7 +107,6 @@ def run_study(args) -> int:
         if flavour not in flavours:
             raise UsageError(f"MPI {flavour} is not installed")
     else:
-        from ..simulation import smpi
         if not smpi.available():
             raise UsageError("SimGrid SMPI is not installed (smpicc, smpirun)")
     try:
