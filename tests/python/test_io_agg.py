@@ -85,3 +85,9 @@ def test_romio_config_list_semantics():
     assert romio_aggregators(names, "*:1", 2).tolist() == [0, 1]
     assert romio_aggregators(names, "c:*", 6).tolist() == [4, 5]
     assert romio_aggregators(names, "*:*", 3).tolist() == [0, 1, 2]
+
+
+def test_unwritable_output(mpiopt, tmp_path):
+    r = mpiopt("io-agg", "--ppn", "2", "--method", "1", "--nodes", "2", "--cb-nodes", "2",
+               "-o", tmp_path / "missing" / "hints")
+    assert r.returncode == 2 and "cannot write" in r.stderr

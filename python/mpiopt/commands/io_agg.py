@@ -115,7 +115,10 @@ def run(args) -> int:
     except PlacementError as e:
         raise UsageError(str(e)) from None
     if args.output:
-        _write_atomically(args.output, romio_hints_text(hints))
+        try:
+            _write_atomically(args.output, romio_hints_text(hints))
+        except OSError as e:
+            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
     if args.json:
         print(json.dumps({"placement": placement.name, "ranks": placement.nranks,
                           "nodes": placement.nnodes, "ppn": placement.ppn,

@@ -96,6 +96,9 @@ def run_study(args) -> int:
     if not app:
         raise UsageError("give the program after --: mpiopt scaling run --ranks 1,2,4 -- ./app ARGS")
     ranks = parse_ranks(args.ranks)
+    for out in (args.output, args.png):   # before hours of runs, not after
+        if out and not Path(out).resolve().parent.is_dir():
+            raise UsageError(f"cannot write {out}: no such directory")
     if args.ppn < 1 or args.ndims < 1:
         raise UsageError("--ppn and --ndims must be at least 1")
     if args.size is not None and args.size < 1:
