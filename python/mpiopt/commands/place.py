@@ -22,6 +22,8 @@ CONVERT_EXAMPLE = """examples:
   mpiopt place convert --order MPICH_RANK_ORDER --hosts hosts.txt --ppn 16 --format machinefile -o machines
   mpirun.mpich -f machines -np 64 ./app              (MPICH Hydra)
   mpiopt place convert --method 2 --np 8 --hosts a,b --ppn 4 --format smpi
+  mpiopt place convert --order MPICH_RANK_ORDER --hosts "$(scontrol show hostnames)" --ppn 16 --format slurm -o hf
+  SLURM_HOSTFILE=hf srun -n 64 --distribution=arbitrary ./app      (Slurm)
 """
 
 SEARCH_EXAMPLE = """examples:
@@ -54,7 +56,7 @@ def register(sub) -> None:
                    help="node names in order, comma-separated, or a hostfile")
     c.add_argument("--ppn", type=int, required=True, metavar="K", help="ranks per node")
     c.add_argument("--format", required=True, choices=FORMATS,
-                   help="rankfile (Open MPI), machinefile (Hydra/MPICH), smpi (SMPI hostfile)")
+                   help="rankfile (Open MPI), machinefile (Hydra/MPICH), smpi (SMPI hostfile), slurm (SLURM_HOSTFILE for srun --distribution=arbitrary)")
     c.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     c.add_argument("--json", action="store_true", help="print JSON (the file text included)")
     c.set_defaults(func=run_convert)

@@ -15,7 +15,9 @@ import tempfile
 from pathlib import Path
 
 from .. import mpi
+from .. import placement as _placement
 from ..errors import UsageError
+from ..placement import slurm as _slurm
 
 EXAMPLE = """examples:
   mpiopt run -np 4 -- ./cg 1000                 the MPI this binary links, libmpiopt preloaded
@@ -117,6 +119,18 @@ def _placement_args(args, flavour: str, workdir: Path) -> list[str]:
         raise UsageError(str(e))
 
 
+def _srun_args(args, workdir: Path, launcher_opts: list[str]) -> tuple[list[str], dict]:
+    """Inside a Slurm allocation: srun, with the rank order as a SLURM_HOSTFILE."""
+    hosts = None
+    try:
+        if args.hosts or args.hostfile:
+            hosts = _placement.read_hosts(args.hosts.split(",") if args.hosts else args.hostfile)
+        cmd, env = _slurm.srun_launch(args.np, args.rank_order, hosts, args.ppn, workdir, os.environ)
+    except (_placement.PlacementError, OSError) as e:
+        raise UsageError(str(e))
+    return cmd + launcher_opts, env
+
+
 def run(args) -> int:
     launcher_opts, program = _split_command(getattr(args, "launcher_extra", []), args.command)
     if not program:
@@ -142,13 +156,23 @@ def run(args) -> int:
         raise UsageError(f"{mpi.profile_library(flavour)} is not built: run `make build` first")
 
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
-        extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
-        cmd = mpi.launcher(flavour, args.np, extra) + program
         # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
         profile_dir = getattr(args, "profile_dir", None)
         env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None)
         if profile_dir is not None:
             env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
+        if _slurm.in_allocation(os.environ) and not args.no_srun:
+            cmd, slurm_env = _srun_args(args, Path(workdir), launcher_opts)
+            cmd += program
+            env.update(slurm_env)
+        else:
+            extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
+            cmd = mpi.launcher(flavour, args.np, extra) + program
+        if args.dry_run:   # what would run, with the files written for it
+            files = {p.name: p.read_text() for p in Path(workdir).iterdir()}
+            print(json.dumps({"flavour": flavour, "command": cmd, "files": files,
+                              "env": {k: env[k] for k in ("SLURM_HOSTFILE", "LD_PRELOAD") if k in env}}))
+            return 0
         if args.verbose:
             pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if env.get("LD_PRELOAD") else ""
             print(f"mpiopt run: {flavour} ({inspected}): {pre}{' '.join(cmd)}", flush=True)
@@ -189,6 +213,10 @@ def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the
     p.add_argument("--hosts", metavar="H1,H2", help="hosts for --rank-order, comma-separated")
     p.add_argument("--hostfile", metavar="FILE", help="hosts for --rank-order, one per line")
     p.add_argument("--ppn", type=int, metavar="K", help="ranks per node for --rank-order")
+    p.add_argument("--no-srun", action="store_true",
+                   help="inside a Slurm allocation (SLURM_JOB_ID set), use mpirun instead of srun")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the launch command, environment and placement files as JSON; run nothing")
     p.add_argument("-v", "--verbose", action="store_true", help="print the launch command first")
     p.add_argument("--json", action="store_true", help=json_help)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",

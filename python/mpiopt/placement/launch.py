@@ -10,7 +10,7 @@ from .grid import PlacementError
 from .orders import read_order
 from .placements import Placement, order_placement
 
-FORMATS = ("rankfile", "machinefile", "smpi")
+FORMATS = ("rankfile", "machinefile", "smpi", "slurm")
 
 
 def read_hosts(spec) -> list[str]:
@@ -83,7 +83,7 @@ def convert(placement: Placement, hosts: list[str], fmt: str) -> str:
         return rankfile(placement, hosts)
     if fmt == "machinefile":
         return machinefile(placement, hosts)
-    if fmt == "smpi":
+    if fmt in ("smpi", "slurm"):   # SLURM_HOSTFILE (srun --distribution=arbitrary): same layout
         return smpi_hostfile(placement, hosts)
     raise PlacementError(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})")
 
