@@ -186,10 +186,12 @@ int mpiopt_op_create_threaded(MPI_User_function *user_fn, int commute, MPI_Op *o
     return rc == MPI_ERR_INTERN ? PMPI_Op_create(user_fn, commute, op) : rc;
 }
 
-/* The Fortran module's bind(C) entry: user_fn has the Fortran convention (count and datatype
- * handle by reference), commute is a Fortran LOGICAL passed as an int (nonzero = .true.). */
-void mpiopt_op_create_threaded_fortran(void (*user_fn)(void), const int *commute, MPI_Fint *op,
-                                       MPI_Fint *ierror)
+/* Called by the Fortran module `mpiopt` (include/mpiopt.f90) without BIND(C), so under gfortran's
+ * name and convention: every argument by reference, user_fn the address of a Fortran procedure
+ * with the Fortran MPI_User_function convention, commute 0 or 1 (converted from LOGICAL in
+ * Fortran, whose .true. differs between compilers). */
+void mpiopt_op_create_threaded_f_(void (*user_fn)(void), const MPI_Fint *commute, MPI_Fint *op,
+                                  MPI_Fint *ierror)
 {
     MPI_Op c_op = MPI_OP_NULL;
     int rc = mpiopt_user_op_create(user_fn, 1, *commute != 0, 0, &c_op);
