@@ -4,6 +4,7 @@ rank-order reference; non-commutative ops keep rank order and are never threaded
 exactness is tests/c/unit_user_op.c (ctest); the Fortran binding is tests/fortran/user_op.f90."""
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -50,3 +51,47 @@ def test_threaded_user_ops_without_preload_are_the_vendors(flavour):
                 env=dict(os.environ, MPIOPT_USER_OP_THREADS="2"), timeout=240)
     assert r.returncode == 0 and "user_op: ok" in r.stdout, r.stdout + r.stderr[-2000:]
     assert other_thread_calls(r.stdout) == (0, 0)
+
+
+def build_example(flavour, tmp_path, name):
+    """examples/NAME.c or .f90 built as docs/examples.md says, against FLAVOUR's libmpiopt."""
+    lib = mpi.library(flavour).parent
+    exe = tmp_path / name
+    src = mpi.repo_root() / "examples" / name
+    if (src.with_suffix(".c")).exists():
+        cmd = [f"mpicc.{flavour}", "-O3", "-fopenmp", f"-I{mpi.repo_root() / 'include'}",
+               str(src.with_suffix(".c"))]
+    else:
+        cmd = [f"mpifort.{flavour}", "-O3", "-fopenmp", f"-I{lib}", str(src.with_suffix(".f90")),
+               "-lmpiopt_fortran"]
+    cmd += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lmpiopt", "-lm", "-o", str(exe)]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("name", ["user_op_reduce", "user_op_reduce_f"])
+def test_reduce_examples_check_every_variant(flavour, name, tmp_path):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    exe = build_example(flavour, tmp_path, name)
+    r = mpi.run(flavour, 2, [exe, "--count", "100003", "--reps", "2"], timeout=120, bind_none=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    rows = dict(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
+    assert set(rows) == {"mpi_sum", "serial", "vectorized", "threaded"}, r.stdout
+    assert all(float(t) > 0 for t in rows.values())
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_overlap_example_reports_thread_level_and_times(flavour, tmp_path):
+    if flavour not in mpi.built_flavours():
+        pytest.skip(f"{flavour} not built")
+    exe = build_example(flavour, tmp_path, "user_op_overlap")
+    r = mpi.run(flavour, 2, [exe, "--count", "100004", "--work", "20000", "--reps", "2"],
+                env=dict(os.environ, OMP_NUM_THREADS="2"), timeout=120, bind_none=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    assert re.search(r"thread level (MULTIPLE|SERIALIZED)", r.stdout), r.stdout
+    for key in ("reduce", "work", "sequential", "overlapped"):
+        assert re.search(rf"^{key} \d+\.\d+$", r.stdout, re.M), r.stdout
+    # the reduction's last element: 2 ranks x ((100004 - 1) % 7)
+    assert re.search(r"^check 6\.0 ", r.stdout, re.M), r.stdout
