@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from mpiopt import mpi
+from mpiopt.benchmarks import user_op as user_op_bench
 
 ALGORITHMS = ["binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks", "auto"]
 
@@ -54,19 +55,7 @@ def test_threaded_user_ops_without_preload_are_the_vendors(flavour):
 
 
 def build_example(flavour, tmp_path, name):
-    """examples/NAME.c or .f90 built as docs/examples.md says, against FLAVOUR's libmpiopt."""
-    lib = mpi.library(flavour).parent
-    exe = tmp_path / name
-    src = mpi.repo_root() / "examples" / name
-    if (src.with_suffix(".c")).exists():
-        cmd = [f"mpicc.{flavour}", "-O3", "-fopenmp", f"-I{mpi.repo_root() / 'include'}",
-               str(src.with_suffix(".c"))]
-    else:
-        cmd = [f"mpifort.{flavour}", "-O3", "-fopenmp", f"-I{lib}", str(src.with_suffix(".f90")),
-               "-lmpiopt_fortran"]
-    cmd += [f"-L{lib}", f"-Wl,-rpath,{lib}", "-lmpiopt", "-lm", "-o", str(exe)]
-    subprocess.run(cmd, check=True)
-    return exe
+    return user_op_bench.build_example(flavour, tmp_path, name)
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
@@ -95,3 +84,19 @@ def test_overlap_example_reports_thread_level_and_times(flavour, tmp_path):
         assert re.search(rf"^{key} \d+\.\d+$", r.stdout, re.M), r.stdout
     # the reduction's last element: 2 ranks x ((100004 - 1) % 7)
     assert re.search(r"^check 2\.0 ", r.stdout, re.M), r.stdout
+
+
+def test_bench_user_op_json(mpiopt, tmp_path):
+    r = mpiopt("bench", "user-op", "--count", "64K", "--reps", "1", "--json", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+    data = json.loads(r.stdout)
+    assert {row["flavour"] for row in data["rows"]} == set(mpi.built_flavours())
+    assert all(set(row["reduce"]) == set(user_op_bench.VARIANTS) for row in data["rows"])
+    assert (tmp_path / "user_op.png").stat().st_size > 0
+
+
+def test_bench_user_op_bad_count(mpiopt, tmp_path):
+    r = mpiopt("bench", "user-op", "--count", "4G", "--results", str(tmp_path))
+    assert r.returncode == 2 and "--count" in r.stderr
+    assert not any(tmp_path.iterdir())
