@@ -43,16 +43,6 @@ typedef struct {
 static user_op_slot slots[MPIOPT_USER_OP_SLOTS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static long env_long(const char *name, long fallback)
-{
-    const char *s = getenv(name);
-    char *end;
-    if (!s || !*s)
-        return fallback;
-    long v = strtol(s, &end, 10);
-    return (*end == '\0' && v >= 0) ? v : fallback;
-}
-
 static void call_user(const user_op_slot *s, char *in, char *inout, size_t n, MPI_Datatype dt)
 {
     if (s->fortran) {
@@ -73,13 +63,13 @@ static void run_chunked(const user_op_slot *s, void *in, void *inout, size_t n, 
         call_user(s, in, inout, n, dt);
         return;
     }
-    size_t chunk_bytes = (size_t)env_long("MPIOPT_USER_OP_CHUNK", DEFAULT_CHUNK_BYTES);
+    size_t chunk_bytes = (size_t)mpiopt_env_long("MPIOPT_USER_OP_CHUNK", DEFAULT_CHUNK_BYTES);
     size_t per = chunk_bytes / (size_t)extent;
     if (per == 0)
         per = 1;
     size_t chunks = (n + per - 1) / per;
     int threads = s->threads > 0 ? s->threads : mpiopt_max_threads();
-    int priority = (int)env_long("MPIOPT_USER_OP_PRIORITY", 1);
+    int priority = (int)mpiopt_env_long("MPIOPT_USER_OP_PRIORITY", 1);
     if (chunks == 1 || threads <= 1) {
         call_user(s, in, inout, n, dt);
         return;

@@ -7,19 +7,16 @@
  * count and datatype handle by reference); the mpi_f08 bindings are not intercepted. The program
  * promises nothing about its op being element-wise: MPI itself already calls user functions on
  * pieces of a buffer (pipelined and segmented collectives), so a correct MPI op is. */
-#include <stdlib.h>
 #include "mpiopt.h"
 #include "fortran.h"
 #include "user_op.h"
+#include "kernels/kernels.h"
 
+/* MPIOPT_USER_OP_THREADS; 0 (off) when unset or not a count */
 static int user_op_threads(void)
 {
-    const char *s = getenv("MPIOPT_USER_OP_THREADS");
-    char *end;
-    if (!s || !*s)
-        return 0;
-    long v = strtol(s, &end, 10);
-    return (*end == '\0' && v > 0 && v < 4096) ? (int)v : 0;
+    long v = mpiopt_env_long("MPIOPT_USER_OP_THREADS", 0);
+    return v < 4096 ? (int)v : 0;
 }
 
 int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)

@@ -26,7 +26,7 @@ static int omp_get_thread_num(void) { return 0; }
 /* Slices start on 4 KiB boundaries so threads never share a cache line or page. */
 #define SLICE_ALIGN 4096
 
-static long env_long(const char *name, long fallback)
+long mpiopt_env_long(const char *name, long fallback)
 {
     const char *s = getenv(name);
     if (!s || !*s)
@@ -40,9 +40,9 @@ static long env_long(const char *name, long fallback)
  * environment); 1 when unknown. */
 static long local_ranks(void)
 {
-    long n = env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
+    long n = mpiopt_env_long("OMPI_COMM_WORLD_LOCAL_SIZE", 0);
     if (n <= 0)
-        n = env_long("MPI_LOCALNRANKS", 0);
+        n = mpiopt_env_long("MPI_LOCALNRANKS", 0);
     return n > 0 ? n : 1;
 }
 
@@ -66,7 +66,7 @@ int mpiopt_max_threads(void)
 {
     static int cached;
     if (!cached) {
-        long t = env_long("MPIOPT_THREADS", 0);
+        long t = mpiopt_env_long("MPIOPT_THREADS", 0);
         cached = t > 0 ? (int)t : affinity_cpus();
     }
     return cached;
@@ -76,7 +76,7 @@ static size_t thread_min_bytes(void)
 {
     static long cached = -1;
     if (cached < 0)
-        cached = env_long("MPIOPT_THREAD_MIN_BYTES", DEFAULT_THREAD_MIN_BYTES);
+        cached = mpiopt_env_long("MPIOPT_THREAD_MIN_BYTES", DEFAULT_THREAD_MIN_BYTES);
     return (size_t)cached;
 }
 
