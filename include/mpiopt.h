@@ -28,6 +28,17 @@ int mpiopt_has_kernel(MPI_Datatype datatype, MPI_Op op);
 /* The kernel target in use: "baseline", "avx2" or "avx512" (see MPIOPT_ISA). */
 const char *mpiopt_kernel_isa(void);
 
+/* ---- threaded user-defined ops (src/user_op.c) ----
+ * An MPI_Op like MPI_Op_create(user_fn, commute, op) whose every call (by the vendor's
+ * collectives, mpiopt's algorithms or MPI_Reduce_local) cuts the buffer into cache-sized chunks
+ * (MPIOPT_USER_OP_CHUNK bytes, default 64 KiB) run as OpenMP tasks of priority
+ * MPIOPT_USER_OP_PRIORITY (default 1), on the threads of the process's affinity mask
+ * (MPIOPT_THREADS overrides), each calling user_fn on its chunk. The caller promises user_fn is
+ * element-wise (out[i] depends only on in[i] and inout[i]): then results are bit for bit those
+ * of one call. Never create a non-element-wise op (a scan, a sort) this way. Free with
+ * MPI_Op_free. At most 64 such ops live at once; beyond, a plain op is created. */
+int mpiopt_op_create_threaded(MPI_User_function *user_fn, int commute, MPI_Op *op);
+
 /* ---- collectives ---- */
 
 /* MPIOPT_ALG_AUTO (0: chosen per call from the tuning table and cost model), MPIOPT_ALG_VENDOR

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
+#include "user_op.h"
 
 static int private_keyval = MPI_KEYVAL_INVALID;
 static int keyval_rc;
@@ -98,7 +99,7 @@ int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, s
         mpiopt_run2(c->kernel.k2, in, inout, n, c->kernel.elem_size);
         return MPI_SUCCESS;
     }
-    return PMPI_Reduce_local(in, inout, (int)n, c->datatype, c->op);
+    return mpiopt_user_op_reduce_local(in, inout, n, c->datatype, c->op);
 }
 
 int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t n)
@@ -109,7 +110,7 @@ int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t
      * for bit, so swapping the operands changes nothing there. */
     if (c->commutative)
         return mpiopt_coll_reduce_left(c, in, inout, n);
-    int rc = PMPI_Reduce_local(inout, in, (int)n, c->datatype, c->op);
+    int rc = mpiopt_user_op_reduce_local(inout, in, n, c->datatype, c->op);
     if (rc == MPI_SUCCESS)
         memcpy(inout, in, n * c->extent);
     return rc;
@@ -129,7 +130,7 @@ int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *righ
     /* MPI_Reduce_local has no 3-buffer form: user ops (and types without a kernel) pay the copy
      * the kernel path saves */
     memcpy(out, right, n * c->extent);
-    return PMPI_Reduce_local(left, out, (int)n, c->datatype, c->op);
+    return mpiopt_user_op_reduce_local(left, out, n, c->datatype, c->op);
 }
 
 int mpiopt_coll_reduce_mine(const mpiopt_coll *c, const void *mine, void *theirs, void *buf,

@@ -66,6 +66,8 @@ void mpiopt_run3_threads(mpiopt_kernel3_fn k, const void *in1, const void *in2, 
                          size_t n, size_t elem_size, int threads);
 /* MPIOPT_THREADS, or the CPUs in this process's affinity mask. */
 int mpiopt_max_threads(void);
+/* A non-negative integer from the environment; fallback when unset, empty or not one. */
+long mpiopt_env_long(const char *name, long fallback);
 /* Threads a buffer of `bytes` would use (1 below MPIOPT_THREAD_MIN_BYTES). */
 int mpiopt_threads_for(size_t bytes);
 

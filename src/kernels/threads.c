@@ -27,7 +27,7 @@ static int omp_get_thread_num(void) { return 0; }
 /* Slices start on 4 KiB boundaries so threads never share a cache line or page. */
 #define SLICE_ALIGN 4096
 
-static long env_long(const char *name, long fallback)
+long mpiopt_env_long(const char *name, long fallback)
 {
     const char *s = getenv(name);
     if (!s || !*s)
@@ -58,7 +58,7 @@ int mpiopt_max_threads(void)
 {
     static int cached;
     if (!cached) {
-        long t = env_long("MPIOPT_THREADS", 0);
+        long t = mpiopt_env_long("MPIOPT_THREADS", 0);
         cached = t > 0 ? (int)t : affinity_cpus();
     }
     return cached;
@@ -68,7 +68,7 @@ static size_t thread_min_bytes(void)
 {
     static long cached = -1;
     if (cached < 0)
-        cached = env_long("MPIOPT_THREAD_MIN_BYTES", DEFAULT_THREAD_MIN_BYTES);
+        cached = mpiopt_env_long("MPIOPT_THREAD_MIN_BYTES", DEFAULT_THREAD_MIN_BYTES);
     return (size_t)cached;
 }
 
