@@ -63,13 +63,22 @@ static void run_chunked(const user_op_slot *s, void *in, void *inout, size_t n, 
         call_user(s, in, inout, n, dt);
         return;
     }
-    size_t chunk_bytes = (size_t)mpiopt_env_long("MPIOPT_USER_OP_CHUNK", DEFAULT_CHUNK_BYTES);
-    size_t per = chunk_bytes / (size_t)extent;
+    /* the environment does not change within a run: read it once, not on every call */
+    static long chunk_bytes = -1, priority_setting = -1;
+    if (chunk_bytes < 0) {
+        chunk_bytes = mpiopt_env_long("MPIOPT_USER_OP_CHUNK", DEFAULT_CHUNK_BYTES);
+        priority_setting = mpiopt_env_long("MPIOPT_USER_OP_PRIORITY", 1);
+    }
+    size_t per = (size_t)chunk_bytes / (size_t)extent;
     if (per == 0)
         per = 1;
     size_t chunks = (n + per - 1) / per;
+    /* as for the predefined ops: one thread below MPIOPT_THREAD_MIN_BYTES, where waking threads
+     * costs more than it saves (the vendor calls the op once per segment of a large message) */
     int threads = s->threads > 0 ? s->threads : mpiopt_max_threads();
-    int priority = (int)mpiopt_env_long("MPIOPT_USER_OP_PRIORITY", 1);
+    if (n * (size_t)extent < mpiopt_thread_min_bytes())
+        threads = 1;
+    int priority = (int)priority_setting;
     if (chunks == 1 || threads <= 1) {
         call_user(s, in, inout, n, dt);
         return;

@@ -68,6 +68,8 @@ void mpiopt_run3_threads(mpiopt_kernel3_fn k, const void *in1, const void *in2, 
 int mpiopt_max_threads(void);
 /* A non-negative integer from the environment; fallback when unset, empty or not one. */
 long mpiopt_env_long(const char *name, long fallback);
+/* The smallest buffer worth splitting across threads (MPIOPT_THREAD_MIN_BYTES, default 256 KiB). */
+size_t mpiopt_thread_min_bytes(void);
 /* Threads a buffer of `bytes` would use (1 below MPIOPT_THREAD_MIN_BYTES). */
 int mpiopt_threads_for(size_t bytes);
 

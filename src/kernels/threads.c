@@ -64,7 +64,7 @@ int mpiopt_max_threads(void)
     return cached;
 }
 
-static size_t thread_min_bytes(void)
+size_t mpiopt_thread_min_bytes(void)
 {
     static long cached = -1;
     if (cached < 0)
@@ -75,7 +75,7 @@ static size_t thread_min_bytes(void)
 int mpiopt_threads_for(size_t bytes)
 {
     int t = mpiopt_max_threads();
-    if (t <= 1 || bytes < thread_min_bytes() || bytes < 2 * SLICE_ALIGN)
+    if (t <= 1 || bytes < mpiopt_thread_min_bytes() || bytes < 2 * SLICE_ALIGN)
         return 1;
     /* at least two slices' worth of work per thread */
     size_t most = bytes / SLICE_ALIGN / 2;

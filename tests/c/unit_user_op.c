@@ -112,6 +112,7 @@ int main(int argc, char **argv)
 {
     setenv("MPIOPT_THREADS", "3", 1);
     setenv("MPIOPT_USER_OP_CHUNK", "40", 1);    /* not a multiple of any element size */
+    setenv("MPIOPT_THREAD_MIN_BYTES", "0", 1);  /* split even the smallest buffers */
     MPI_Init(&argc, &argv);
     MPI_Datatype complex_type = MPI_C_DOUBLE_COMPLEX;
     op_case cases[] = {

@@ -8,10 +8,12 @@ import subprocess
 
 import pytest
 
-from mpiopt import mpi
+from conftest import BUILT_FLAVOURS, require_build
+from mpiopt import algorithms, mpi
 from mpiopt.benchmarks import user_op as user_op_bench
 
-ALGORITHMS = ["binomial", "recursive_doubling", "ring", "rabenseifner", "binary_blocks", "auto"]
+# auto and every algorithm of the registry
+ALGORITHMS = algorithms.names(kinds=("auto", "mpiopt")) if BUILT_FLAVOURS else []
 
 
 def other_thread_calls(stdout):
@@ -21,10 +23,10 @@ def other_thread_calls(stdout):
 
 
 def run_program(flavour, env, ranks=3):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     return mpi.run(flavour, ranks, [mpi.binary(flavour, "test-plain_user_op")], preload=True,
-                   env=dict(os.environ, **env), timeout=240, bind_none=True)
+                   env=dict(os.environ, MPIOPT_THREAD_MIN_BYTES="0", **env), timeout=240,
+                   bind_none=True)
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
@@ -46,8 +48,7 @@ def test_user_op_threading_is_off_by_default(flavour):
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_threaded_user_ops_without_preload_are_the_vendors(flavour):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     r = mpi.run(flavour, 2, [mpi.binary(flavour, "test-plain_user_op")],
                 env=dict(os.environ, MPIOPT_USER_OP_THREADS="2"), timeout=240)
     assert r.returncode == 0 and "user_op: ok" in r.stdout, r.stdout + r.stderr[-2000:]
@@ -61,8 +62,7 @@ def build_example(flavour, tmp_path, name):
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("name", ["user_op_reduce", "user_op_reduce_f"])
 def test_reduce_examples_check_every_variant(flavour, name, tmp_path):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     exe = build_example(flavour, tmp_path, name)
     r = mpi.run(flavour, 2, [exe, "--count", "100003", "--reps", "2"], timeout=120, bind_none=True)
     assert r.returncode == 0, r.stdout + r.stderr[-2000:]
@@ -73,8 +73,7 @@ def test_reduce_examples_check_every_variant(flavour, name, tmp_path):
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_overlap_example_reports_thread_level_and_times(flavour, tmp_path):
-    if flavour not in mpi.built_flavours():
-        pytest.skip(f"{flavour} not built")
+    require_build(flavour)
     exe = build_example(flavour, tmp_path, "user_op_overlap")
     r = mpi.run(flavour, 2, [exe, "--count", "100004", "--work", "20000", "--reps", "2"],
                 env=dict(os.environ, OMP_NUM_THREADS="2"), timeout=120, bind_none=True)
