@@ -25,8 +25,10 @@ static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
     return plan->p == 1 ? MPI_SUCCESS : alg->allreduce(&c, recvbuf, (size_t)count);
 }
 
-int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                     MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
+/* Everything but the hand-off to the vendor of a call planned before. */
+static __attribute__((noinline)) int allreduce_planned(const void *sendbuf, void *recvbuf, int count,
+                                                       MPI_Datatype datatype, MPI_Op op,
+                                                       MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(0, algorithm, comm, count, datatype, op, 0, &plan)) {
@@ -37,4 +39,27 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+/* The hand-off path: a plan-cache lookup, a branch and a tail call, with the arguments left in
+ * the registers they came in (no frame). */
+static inline int allreduce_entry(const void *sendbuf, void *recvbuf, int count,
+                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                  mpiopt_algorithm algorithm)
+{
+    if (mpiopt_plan_cached_vendor(0, algorithm, comm, count, datatype, op, 0))
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    return allreduce_planned(sendbuf, recvbuf, count, datatype, op, comm, algorithm);
+}
+
+int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
+{
+    return allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, algorithm);
+}
+
+int mpiopt_allreduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm)
+{
+    return allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, MPIOPT_ALG_AUTO);
 }

@@ -55,8 +55,10 @@ static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
     return rc;
 }
 
-int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm)
+/* Everything but the hand-off to the vendor of a call planned before. */
+static __attribute__((noinline)) int reduce_planned(const void *sendbuf, void *recvbuf, int count,
+                                                    MPI_Datatype datatype, MPI_Op op, int root,
+                                                    MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(1, algorithm, comm, count, datatype, op, root, &plan)) {
@@ -67,4 +69,28 @@ int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+/* The hand-off path (see allreduce.c). MPI_IN_PLACE at a non-zero root never takes it: MPICH
+ * 4.0.2 crashes there, vendor_reduce works around it. */
+static inline int reduce_entry(const void *sendbuf, void *recvbuf, int count,
+                               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                               mpiopt_algorithm algorithm)
+{
+    if ((sendbuf != MPI_IN_PLACE || root == 0) &&
+        mpiopt_plan_cached_vendor(1, algorithm, comm, count, datatype, op, root))
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return reduce_planned(sendbuf, recvbuf, count, datatype, op, root, comm, algorithm);
+}
+
+int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm)
+{
+    return reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, algorithm);
+}
+
+int mpiopt_reduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, int root, MPI_Comm comm)
+{
+    return reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, MPIOPT_ALG_AUTO);
 }

@@ -3,12 +3,13 @@
  * (intercommunicators, non-contiguous datatypes, the sizes where the vendor is faster) to
  * PMPI_Allreduce. */
 #include "mpiopt.h"
+#include "coll/coll.h"
 #include "fortran.h"
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    return mpiopt_allreduce(sendbuf, recvbuf, count, datatype, op, comm, MPIOPT_ALG_AUTO);
+    return mpiopt_allreduce_auto(sendbuf, recvbuf, count, datatype, op, comm);
 }
 
 static void allreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,

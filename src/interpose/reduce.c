@@ -2,12 +2,13 @@
  * through mpiopt_reduce with `auto` (which also keeps MPI_IN_PLACE at a non-zero root away from
  * MPICH 4.0.2's PMPI_Reduce, which crashes on it). */
 #include "mpiopt.h"
+#include "coll/coll.h"
 #include "fortran.h"
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    return mpiopt_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, MPIOPT_ALG_AUTO);
+    return mpiopt_reduce_auto(sendbuf, recvbuf, count, datatype, op, root, comm);
 }
 
 static void reduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
