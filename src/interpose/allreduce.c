@@ -1,5 +1,5 @@
 /* MPI_Allreduce for LD_PRELOAD: the C binding and the Fortran bindings of Open MPI and MPICH.
- * Everything goes to mpiopt_allreduce with `auto`, which hands what it does not handle
+ * Everything goes to mpiopt_allreduce with `auto` (mpiopt_allreduce_auto), which hands what it does not handle
  * (intercommunicators, non-contiguous datatypes, the sizes where the vendor is faster) to
  * PMPI_Allreduce. */
 #include "mpiopt.h"
@@ -15,9 +15,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 static void allreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                         MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = mpiopt_allreduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
-                              (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
-                              PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO);
+    int rc = mpiopt_allreduce_auto(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
+                                   (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
+                                   PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }

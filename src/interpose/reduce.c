@@ -14,9 +14,9 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 static void reduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                      MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = mpiopt_reduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
-                           (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root,
-                           PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO);
+    int rc = mpiopt_reduce_auto(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
+                                (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
+                                (int)*root, PMPI_Comm_f2c(*comm));
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
