@@ -1,7 +1,7 @@
 /* MPI_Allreduce for LD_PRELOAD: the C binding and the Fortran bindings of Open MPI and MPICH.
- * Everything goes to mpiopt_allreduce with `auto` (mpiopt_allreduce_auto), which hands what it does not handle
- * (intercommunicators, non-contiguous datatypes, the sizes where the vendor is faster) to
- * PMPI_Allreduce. */
+ * Everything goes to mpiopt_allreduce with `auto` (mpiopt_allreduce_auto), which hands what it
+ * does not handle (intercommunicators, non-contiguous datatypes, the sizes where the vendor is
+ * faster) to PMPI_Allreduce. */
 #include "mpiopt.h"
 #include "coll/coll.h"
 #include "fortran.h"
