@@ -58,6 +58,46 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm);
 
+/* ---- nonblocking and persistent allreduce / reduce (src/coll/nonblocking.c, requests.c) ----
+ * As MPI_Iallreduce, MPI_Ireduce and MPI-4's MPI_Allreduce_init, MPI_Reduce_init, with the
+ * algorithm chosen as for the blocking calls (or the vendor's own call where those would use
+ * it). mpiopt's algorithm runs as a schedule: the blocking algorithm recorded once as its posts,
+ * waits and reductions, then advanced a step at a time whenever the program tests, waits or
+ * starts an mpiopt request, and run to the end in mpiopt_request_wait. A persistent request
+ * records at init and replays at every start. Complete them with the calls below, which take
+ * arrays that mix mpiopt's requests with any others (those go to the vendor's PMPI_* calls); the
+ * LD_PRELOAD library's MPI_Wait, MPI_Test, MPI_Start, … are these. Under MPI_THREAD_MULTIPLE
+ * every call goes to the vendor (the schedules are advanced without locks). */
+int mpiopt_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request);
+int mpiopt_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm,
+                   MPI_Request *request);
+int mpiopt_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                          MPI_Request *request);
+int mpiopt_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
+                       mpiopt_algorithm algorithm, MPI_Request *request);
+/* MPI_Wait, MPI_Test, MPI_Waitall, … for requests of any kind. */
+int mpiopt_request_wait(MPI_Request *request, MPI_Status *status);
+int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status);
+int mpiopt_request_waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int mpiopt_request_testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int mpiopt_request_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int mpiopt_request_testany(int count, MPI_Request requests[], int *index, int *flag,
+                           MPI_Status *status);
+int mpiopt_request_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                            MPI_Status statuses[]);
+int mpiopt_request_testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                            MPI_Status statuses[]);
+int mpiopt_request_start(MPI_Request *request);
+int mpiopt_request_startall(int count, MPI_Request requests[]);
+/* An active request is freed once it completes (advanced by later calls, at the latest in
+ * MPI_Finalize). */
+int mpiopt_request_free(MPI_Request *request);
+int mpiopt_request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+
 /* MPI_Barrier that, when this node runs more ranks than it has cores under an MPI library that
  * polls regardless (MPICH), or MPIOPT_YIELD=1, waits by yielding the core instead of polling (a
  * dissemination barrier over PMPI point-to-point); otherwise, and on intercommunicators, the

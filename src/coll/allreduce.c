@@ -5,17 +5,18 @@
 #include "coll.h"
 #include "collective_args.h"
 #include "plan_cache.h"
+#include "schedule.h"
 
-/* The algorithm's part, out of line so that the hand-off to the vendor above stays a few
- * instructions (no frame for what only the algorithms need). */
-static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
-                                                   const void *sendbuf, void *recvbuf, int count,
-                                                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
+                         int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         mpiopt_schedule *record)
 {
     if (count == 0)
         return MPI_SUCCESS;
     mpiopt_coll c;
     int rc = mpiopt_coll_init(&c, comm, datatype, op);
+    if (rc == MPI_SUCCESS && record)
+        rc = mpiopt_schedule_attach(record, &c, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     const mpiopt_algorithm_info *alg = &mpiopt_algorithms[plan->algorithm];
@@ -38,7 +39,7 @@ static __attribute__((noinline)) int allreduce_planned(const void *sendbuf, void
     }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, comm);
+    return mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);
 }
 
 /* The hand-off path: a plan-cache lookup, a branch and a tail call, with the arguments left in

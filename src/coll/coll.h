@@ -14,6 +14,8 @@
 #include "op_kernel.h"
 #include "cost_model.h"
 
+typedef struct mpiopt_schedule mpiopt_schedule;   /* schedule.h */
+
 /* One collective call as the algorithms see it. */
 typedef struct {
     MPI_Comm comm;          /* private duplicate of the user's communicator: no tag clashes */
@@ -29,6 +31,10 @@ typedef struct {
      * mpiopt_coll_take_input). Reading it in place of a copy saves n bytes read + written; the
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
+    int tag;                /* of every message: MPIOPT_TAG, or a schedule's own (nonblocking.c) */
+    /* Not NULL while a nonblocking or persistent call records the algorithm (schedule.h): the
+     * point-to-point calls, reductions and copies below append to it instead of acting. */
+    mpiopt_schedule *record;
 } mpiopt_coll;
 
 /* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A
@@ -43,8 +49,12 @@ void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
 /* The private duplicate of a user communicator, created on first use and freed with it. */
 int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm);
+/* The tag of the next schedule recorded on a user communicator (MPIOPT_SCHEDULE_TAG_FIRST + a
+ * count that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are
+ * in flight together never match each other's receives. */
+int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag);
 
-/* ---- point-to-point (p2p.c): n elements of c->datatype on c->comm with MPIOPT_TAG ---- */
+/* ---- point-to-point (p2p.c): n elements of c->datatype on c->comm with c->tag ---- */
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst);
 int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src);
 int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, void *rbuf,
@@ -55,6 +65,9 @@ int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs);
 /* 1 if this process should yield its core while it waits: more ranks on the node than cores
  * under an MPI library that polls regardless (MPICH), or MPIOPT_YIELD=1. */
 int mpiopt_yield_when_idle(void);
+
+/* memcpy of n bytes (recorded when c->record is set). */
+int mpiopt_coll_copy(const mpiopt_coll *c, void *dst, const void *src, size_t n);
 
 /* Pointer to element i of a buffer. */
 static inline char *mpiopt_at(const mpiopt_coll *c, const void *buf, size_t i)
@@ -126,7 +139,10 @@ void mpiopt_fold_end(mpiopt_fold *f);
  * are distinct; each goes back with mpiopt_scratch_free. Never NULL for 0 bytes. */
 void *mpiopt_scratch(size_t bytes);
 void mpiopt_scratch_free(void *buf);
-/* count elements of scratch, from the pool. */
+/* While on (this thread records a schedule), mpiopt_scratch_free gives nothing back: the
+ * schedule owns the scratch its algorithm took (mpiopt_coll_scratch) until it is freed. */
+void mpiopt_scratch_recording(int on);
+/* count elements of scratch: from the pool, or the schedule's while recording. */
 void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count);
 /* Moves the result from rank `from` to rank `to` (nothing if they are the same rank). */
 int mpiopt_forward_result(const mpiopt_coll *c, void *buf, size_t count, int from, int to);
@@ -193,6 +209,9 @@ int mpiopt_reduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
 
+/* 1 if MPIOPT_VERBOSE asks for a line on stderr about the choices made. */
+int mpiopt_verbose(void);
+
 /* Largest power of two <= p, and its log2. */
 static inline int mpiopt_pow2_floor(int p, int *log2p)
 {
@@ -205,5 +224,8 @@ static inline int mpiopt_pow2_floor(int p, int *log2p)
 }
 
 #define MPIOPT_TAG 7    /* every internal message is on the private communicator */
+/* Tags of schedules: above MPIOPT_TAG, and below 32767, the least MPI_TAG_UB MPI allows. */
+#define MPIOPT_SCHEDULE_TAG_FIRST 1000
+#define MPIOPT_SCHEDULE_TAGS 16384
 
 #endif

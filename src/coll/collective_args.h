@@ -18,6 +18,17 @@ typedef struct {
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                      MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
 
+/* The algorithm's part of a planned call (allreduce.c, reduce.c), out of line so that the
+ * hand-off to the vendor stays a few instructions. record = NULL runs it; a schedule records it
+ * there instead (nonblocking.c). */
+typedef struct mpiopt_schedule mpiopt_schedule;
+int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
+                         int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         mpiopt_schedule *record) __attribute__((noinline));
+int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
+                      int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                      mpiopt_schedule *record) __attribute__((noinline));
+
 /* plan_cache.c: remember a plan made for a call (the lookup is in plan_cache.h). */
 void mpiopt_plan_remember(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                           MPI_Datatype datatype, MPI_Op op, int root, const mpiopt_call_plan *plan);

@@ -6,16 +6,25 @@
 #include <string.h>
 #include "coll.h"
 #include "user_op.h"
+#include "schedule.h"
 
 static int private_keyval = MPI_KEYVAL_INVALID;
 static int keyval_rc;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
+/* What a user communicator carries for mpiopt: its private duplicate, and how many schedules
+ * were recorded on it (every member records the same ones in the same order, so the count
+ * agrees, and each schedule's messages get a tag of their own). */
+typedef struct {
+    MPI_Comm dup;
+    unsigned schedules;
+} private_comm;
+
 static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    MPI_Comm *dup = attr;
-    int rc = PMPI_Comm_free(dup);
-    free(dup);
+    private_comm *pc = attr;
+    int rc = PMPI_Comm_free(&pc->dup);
+    free(pc);
     return rc;
 }
 
@@ -26,32 +35,47 @@ static void create_keyval(void)
     keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
 }
 
-int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm)
+static int private_of(MPI_Comm user_comm, private_comm **out)
 {
     int rc, found = 0;
-    MPI_Comm *cached = NULL;
+    private_comm *cached = NULL;
     pthread_once(&keyval_once, create_keyval);
     if (keyval_rc != MPI_SUCCESS)
         return keyval_rc;
     rc = PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (found) {
-        *private_comm = *cached;
-        return MPI_SUCCESS;
+    if (!found) {
+        if (!(cached = calloc(1, sizeof *cached)))
+            return MPI_ERR_NO_MEM;
+        rc = PMPI_Comm_dup(user_comm, &cached->dup);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
+        if (rc != MPI_SUCCESS) {
+            free(cached);
+            return rc;
+        }
     }
-    cached = malloc(sizeof *cached);
-    if (!cached)
-        return MPI_ERR_NO_MEM;
-    rc = PMPI_Comm_dup(user_comm, cached);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
-    if (rc != MPI_SUCCESS) {
-        free(cached);
-        return rc;
-    }
-    *private_comm = *cached;
+    *out = cached;
     return MPI_SUCCESS;
+}
+
+int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm_out)
+{
+    private_comm *pc;
+    int rc = private_of(user_comm, &pc);
+    if (rc == MPI_SUCCESS)
+        *private_comm_out = pc->dup;
+    return rc;
+}
+
+int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag)
+{
+    private_comm *pc;
+    int rc = private_of(user_comm, &pc);
+    if (rc == MPI_SUCCESS)
+        *tag = MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
+    return rc;
 }
 
 int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
@@ -66,6 +90,7 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
     PMPI_Comm_rank(c->comm, &c->rank);
     c->datatype = MPI_BYTE;
     c->extent = 1;
+    c->tag = MPIOPT_TAG;
     return MPI_SUCCESS;
 }
 
@@ -87,14 +112,24 @@ int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, 
 void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count)
 {
     if (c->src && c->src != buf && count > 0)
-        memcpy(buf, c->src, count * c->extent);
+        mpiopt_coll_copy(c, buf, c->src, count * c->extent);
     c->src = NULL;
+}
+
+int mpiopt_coll_copy(const mpiopt_coll *c, void *dst, const void *src, size_t n)
+{
+    if (c->record)
+        return mpiopt_schedule_local(c->record, MPIOPT_LOCAL_COPY, src, NULL, dst, n);
+    memcpy(dst, src, n);
+    return MPI_SUCCESS;
 }
 
 int mpiopt_coll_reduce_left(const mpiopt_coll *c, const void *in, void *inout, size_t n)
 {
     if (n == 0)
         return MPI_SUCCESS;
+    if (c->record)
+        return mpiopt_schedule_local(c->record, MPIOPT_LOCAL_REDUCE_LEFT, in, inout, NULL, n);
     if (c->has_kernel) {
         mpiopt_run2(c->kernel.k2, in, inout, n, c->kernel.elem_size);
         return MPI_SUCCESS;
@@ -106,6 +141,8 @@ int mpiopt_coll_reduce_right(const mpiopt_coll *c, void *inout, void *in, size_t
 {
     if (n == 0)
         return MPI_SUCCESS;
+    if (c->record)
+        return mpiopt_schedule_local(c->record, MPIOPT_LOCAL_REDUCE_RIGHT, inout, in, NULL, n);
     /* Predefined ops are commutative, and IEEE addition and multiplication are commutative bit
      * for bit, so swapping the operands changes nothing there. */
     if (c->commutative)
@@ -123,6 +160,9 @@ int mpiopt_coll_reduce3(const mpiopt_coll *c, const void *left, const void *righ
         return MPI_SUCCESS;
     if (out == right)
         return mpiopt_coll_reduce_left(c, left, out, n);
+    if (c->record)
+        return mpiopt_schedule_local(c->record, MPIOPT_LOCAL_REDUCE3, left, (void *)right, out,
+                                     n);
     if (c->has_kernel && c->kernel.k3) {
         mpiopt_run3(c->kernel.k3, left, right, out, n, c->kernel.elem_size);
         return MPI_SUCCESS;

@@ -23,7 +23,7 @@ int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, si
 {
     size_t lo = 0, hi = count;
     if (levels == 0 && mine != buf && count > 0)    /* a group of one: the range is all of it */
-        memcpy(buf, mine, count * c->extent);
+        mpiopt_coll_copy(c, buf, mine, count * c->extent);
     for (int i = 0; i < levels; i++, mine = buf) {
         int partner = g ^ (1 << i);
         size_t mid = lo + (hi - lo) / 2;

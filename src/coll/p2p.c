@@ -1,7 +1,9 @@
 /* The point-to-point calls the algorithms are made of, and how a process waits in them.
  *
- * Every message of an algorithm goes through here: c->datatype, MPIOPT_TAG and c->comm are the
+ * Every message of an algorithm goes through here: c->datatype, c->tag and c->comm are the
  * same for all of them, so a call site names only the buffer, the element count and the peer.
+ * While a nonblocking call records an algorithm (c->record, schedule.h), these calls append the
+ * posts and waits they would have made to the schedule and return at once.
  *
  * Waiting. An MPI library waits for a message by polling. With more processes on a node than
  * cores, a polling process holds a core that the process it waits for needs, until the kernel's
@@ -18,6 +20,7 @@
 #include <unistd.h>
 #include "coll.h"
 #include "node.h"
+#include "schedule.h"
 
 /* 1 if the MPI library would poll away a core that another rank on this node needs. */
 static int library_polls_oversubscribed(void)
@@ -43,6 +46,8 @@ int mpiopt_yield_when_idle(void)
 
 int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs)
 {
+    if (c->record)
+        return mpiopt_schedule_wait(c->record, n, reqs);
     /* one request at a time: each wait or test drives the progress of all of them */
     for (int i = 0; i < n; i++) {
         int rc, done = 0;
@@ -60,18 +65,22 @@ int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs)
 
 int mpiopt_isend(const mpiopt_coll *c, const void *buf, size_t n, int dst, MPI_Request *req)
 {
-    return PMPI_Isend(buf, (int)n, c->datatype, dst, MPIOPT_TAG, c->comm, req);
+    if (c->record)
+        return mpiopt_schedule_post(c->record, 1, buf, n, dst, req);
+    return PMPI_Isend(buf, (int)n, c->datatype, dst, c->tag, c->comm, req);
 }
 
 int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request *req)
 {
-    return PMPI_Irecv(buf, (int)n, c->datatype, src, MPIOPT_TAG, c->comm, req);
+    if (c->record)
+        return mpiopt_schedule_post(c->record, 0, buf, n, src, req);
+    return PMPI_Irecv(buf, (int)n, c->datatype, src, c->tag, c->comm, req);
 }
 
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 {
-    if (!mpiopt_yield_when_idle())
-        return PMPI_Send(buf, (int)n, c->datatype, dst, MPIOPT_TAG, c->comm);
+    if (!mpiopt_yield_when_idle() && !c->record)
+        return PMPI_Send(buf, (int)n, c->datatype, dst, c->tag, c->comm);
     MPI_Request req;
     int rc = mpiopt_isend(c, buf, n, dst, &req);
     return rc == MPI_SUCCESS ? mpiopt_waitall(c, 1, &req) : rc;
@@ -79,8 +88,8 @@ int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 
 int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 {
-    if (!mpiopt_yield_when_idle())
-        return PMPI_Recv(buf, (int)n, c->datatype, src, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+    if (!mpiopt_yield_when_idle() && !c->record)
+        return PMPI_Recv(buf, (int)n, c->datatype, src, c->tag, c->comm, MPI_STATUS_IGNORE);
     MPI_Request req;
     int rc = mpiopt_irecv(c, buf, n, src, &req);
     return rc == MPI_SUCCESS ? mpiopt_waitall(c, 1, &req) : rc;
@@ -89,9 +98,9 @@ int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, void *rbuf,
                     size_t rn, int src)
 {
-    if (!mpiopt_yield_when_idle())
-        return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, dst, MPIOPT_TAG, rbuf, (int)rn,
-                             c->datatype, src, MPIOPT_TAG, c->comm, MPI_STATUS_IGNORE);
+    if (!mpiopt_yield_when_idle() && !c->record)
+        return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, dst, c->tag, rbuf, (int)rn,
+                             c->datatype, src, c->tag, c->comm, MPI_STATUS_IGNORE);
     MPI_Request reqs[2];
     int rc = mpiopt_irecv(c, rbuf, rn, src, &reqs[0]);
     if (rc != MPI_SUCCESS)

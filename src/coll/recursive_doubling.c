@@ -40,7 +40,7 @@ int mpiopt_allreduce_recursive_doubling(const mpiopt_coll *c, void *buf, size_t 
         }
     }
     if (rc == MPI_SUCCESS && f.g >= 0 && mine != buf && count > 0)
-        memcpy(buf, mine, count * c->extent);
+        mpiopt_coll_copy(c, buf, mine, count * c->extent);
     if (rc == MPI_SUCCESS)
         rc = mpiopt_fold_out(c, buf, count);
     mpiopt_fold_end(&f);

@@ -5,6 +5,7 @@
 #include "coll.h"
 #include "collective_args.h"
 #include "plan_cache.h"
+#include "schedule.h"
 
 /* The vendor's reduce, except that MPI_IN_PLACE at a non-zero root is replaced by a copy of the
  * root's data: MPICH 4.0.2 crashes on it. The copy goes through MPI so any datatype works. */
@@ -31,16 +32,16 @@ static int vendor_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
     return rc;
 }
 
-/* The algorithm's part, out of line (see allreduce.c). */
-static __attribute__((noinline)) int run_algorithm(const mpiopt_call_plan *plan,
-                                                   const void *sendbuf, void *recvbuf, int count,
-                                                   MPI_Datatype datatype, MPI_Op op, int root,
-                                                   MPI_Comm comm)
+int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
+                      int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                      mpiopt_schedule *record)
 {
     if (count == 0)
         return MPI_SUCCESS;
     mpiopt_coll c;
     int rc = mpiopt_coll_init(&c, comm, datatype, op);
+    if (rc == MPI_SUCCESS && record)
+        rc = mpiopt_schedule_attach(record, &c, comm);
     if (rc != MPI_SUCCESS)
         return rc;
     void *buf = recvbuf;
@@ -68,7 +69,7 @@ static __attribute__((noinline)) int reduce_planned(const void *sendbuf, void *r
     }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    return run_algorithm(&plan, sendbuf, recvbuf, count, datatype, op, root, comm);
+    return mpiopt_reduce_run(&plan, sendbuf, recvbuf, count, datatype, op, root, comm, NULL);
 }
 
 /* The hand-off path (see allreduce.c). MPI_IN_PLACE at a non-zero root never takes it: MPICH

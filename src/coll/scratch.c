@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
+#include "schedule.h"
 
 #define SLOTS 4
 #define ALIGN 64    /* a cache line, and an AVX-512 vector */
@@ -37,6 +38,7 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static int enabled, finalized;
 static int self_keyval = MPI_KEYVAL_INVALID;
 static __thread pool *my_pool;
+static __thread int recording;      /* mpiopt_scratch_recording */
 
 static void empty(pool *p)
 {
@@ -137,11 +139,16 @@ void *mpiopt_scratch(size_t bytes)
     return p->buf[fit];
 }
 
+void mpiopt_scratch_recording(int on)
+{
+    recording = on;
+}
+
 void mpiopt_scratch_free(void *buf)
 {
     pool *p = my_pool;
-    if (!buf)
-        return;
+    if (!buf || recording)
+        return;     /* a schedule's scratch lives as long as the schedule */
     for (int i = 0; p && i < SLOTS; i++)
         if (p->buf[i] == buf && p->busy[i]) {
             p->busy[i] = 0;
@@ -152,5 +159,7 @@ void mpiopt_scratch_free(void *buf)
 
 void *mpiopt_coll_scratch(const mpiopt_coll *c, size_t count)
 {
+    if (c->record)
+        return mpiopt_schedule_scratch(c->record, count * c->extent);
     return mpiopt_scratch(count * c->extent);
 }

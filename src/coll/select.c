@@ -199,6 +199,12 @@ static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int r
                 (size_t)1 << size_class, mpiopt_algorithm_name(a));
 }
 
+int mpiopt_verbose(void)
+{
+    pthread_once(&once, load_settings);
+    return verbose;
+}
+
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank)
 {

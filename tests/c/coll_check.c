@@ -12,7 +12,9 @@
  *   test-coll_check [--algorithms all|auto,vendor,…] [--counts 0,1,…] [--roots all|ends|last]
  *                   [--cases all|quick|minimal] [--big-cases all|quick|minimal]
  *                   [--comms world,dup,split,self] [--reduce 0|1]
+ *                   [--mode blocking|nonblocking|persistent]
  * --big-cases: the cases run at counts >= 10000 (default: as --cases).
+ * --mode: the calls checked (see call() below); every algorithm, case and count as blocking.
  * Prints "coll_check: N checks, F failures" on rank 0; exit code 1 on any failure. */
 #include <complex.h>
 #include <math.h>
@@ -315,6 +317,51 @@ static void check_same_bits(const test_case *t, MPI_Comm comm, const char *comm_
     free(all);
 }
 
+/* How the checker calls the collectives (--mode): blocking (mpiopt_allreduce), nonblocking
+ * (mpiopt_iallreduce, then a wait) or persistent (mpiopt_allreduce_init, started twice with the
+ * output buffer restored in between, so the second run checks the replayed schedule). */
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+static int mode = BLOCKING;
+
+/* Runs one call; is_reduce picks reduce (with root) or allreduce. */
+static int call(int is_reduce, const void *in, void *out, size_t out_bytes, int count,
+                const test_case *t, int root, MPI_Comm comm, mpiopt_algorithm alg)
+{
+    MPI_Request req;
+    int rc;
+    if (mode == BLOCKING)
+        return is_reduce ? mpiopt_reduce(in, out, count, t->type, t->op, root, comm, alg)
+                         : mpiopt_allreduce(in, out, count, t->type, t->op, comm, alg);
+    if (mode == NONBLOCKING) {
+        rc = is_reduce ? mpiopt_ireduce(in, out, count, t->type, t->op, root, comm, alg, &req)
+                       : mpiopt_iallreduce(in, out, count, t->type, t->op, comm, alg, &req);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_request_wait(&req, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && req != MPI_REQUEST_NULL)
+            rc = MPI_ERR_REQUEST;   /* a completed nonblocking request must be gone */
+        return rc;
+    }
+    rc = is_reduce ? mpiopt_reduce_init(in, out, count, t->type, t->op, root, comm,
+                                        MPI_INFO_NULL, alg, &req)
+                   : mpiopt_allreduce_init(in, out, count, t->type, t->op, comm, MPI_INFO_NULL,
+                                           alg, &req);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    char *initial = malloc(out_bytes);
+    memcpy(initial, out, out_bytes);
+    for (int run = 0; rc == MPI_SUCCESS && run < 2; run++) {
+        memcpy(out, initial, out_bytes);
+        rc = mpiopt_request_start(&req);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_request_wait(&req, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && req == MPI_REQUEST_NULL)
+            rc = MPI_ERR_REQUEST;   /* a persistent request stays until freed */
+    }
+    free(initial);
+    int rc_free = mpiopt_request_free(&req);
+    return rc != MPI_SUCCESS ? rc : rc_free;
+}
+
 static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int nalgs,
                      const int *counts_in, int ncounts, int all_roots, int quick, int big_quick,
                      int do_reduce)
@@ -351,8 +398,8 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                     memset(out, 0x5a, bytes);
                     if (inplace)
                         memcpy(out, in, (size_t)count * t->extent);
-                    int rc = mpiopt_allreduce(inplace ? MPI_IN_PLACE : in, out, count, t->type,
-                                              t->op, comm, (mpiopt_algorithm)algs[ai]);
+                    int rc = call(0, inplace ? MPI_IN_PLACE : in, out, bytes, count, t, 0, comm,
+                                  (mpiopt_algorithm)algs[ai]);
                     check_result("allreduce", t, alg, comm, comm_name, count, inplace, -1, rc,
                                  out, want);
                     hashes[2 * ai + inplace] = fnv(t, out, (size_t)count);
@@ -374,9 +421,8 @@ static void run_comm(MPI_Comm comm, const char *comm_name, const int *algs, int 
                         int here_in_place = inplace && rank == root;
                         if (here_in_place)
                             memcpy(out, in, (size_t)count * t->extent);
-                        int rc = mpiopt_reduce(here_in_place ? MPI_IN_PLACE : in, out, count,
-                                               t->type, t->op, root, comm,
-                                               (mpiopt_algorithm)algs[ai]);
+                        int rc = call(1, here_in_place ? MPI_IN_PLACE : in, out, bytes, count, t,
+                                      root, comm, (mpiopt_algorithm)algs[ai]);
                         check_result("reduce", t, alg, comm, comm_name, count, inplace, root, rc,
                                      rank == root ? out : NULL, want);
                         if (!here_in_place)
@@ -436,6 +482,9 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--cases")) quick = case_level(argv[i + 1]);
         else if (!strcmp(argv[i], "--big-cases")) big_quick = case_level(argv[i + 1]);
         else if (!strcmp(argv[i], "--reduce")) do_reduce = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--mode"))
+            mode = !strcmp(argv[i + 1], "nonblocking") ? NONBLOCKING
+                   : !strcmp(argv[i + 1], "persistent") ? PERSISTENT : BLOCKING;
         else {
             if (world_rank == 0)
                 fprintf(stderr, "coll_check: unknown option %s\n", argv[i]);

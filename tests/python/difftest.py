@@ -9,12 +9,15 @@ transformer's own tests. The small API:
         DiffTestError (with the tool's stderr) if it fails.
     build(source, flavour, out_dir)            -> Build(executable, warnings)
         compiles with mpicc.FLAVOUR -O2 -Wall -Wextra; raises DiffTestError on errors.
-    run(executable, flavour, np, args)         -> str (the program's stdout)
-        runs it under mpiopt.mpi.run; raises DiffTestError on non-zero exit or timeout.
+    run(executable, flavour, np, args, dropin_env=None) -> str (the program's stdout)
+        runs it under mpiopt.mpi.run (with the LD_PRELOAD drop-in in dropin_env if given);
+        raises DiffTestError on non-zero exit or timeout.
     compare_outputs(expected, actual)          -> list[str] (the differences; empty if equal)
     call_sites(report)                         -> list[dict] (the report's collective call sites)
-    check(source, out_dir, modes, flavours, ranks, args) -> list[str] (every difference found)
-        the whole round: transform, build original and transformed, run, compare.
+    check(source, out_dir, modes, flavours, ranks, args, dropin_env=None) -> list[str]
+        the whole round: transform, build original and transformed, run, compare (every
+        difference found). dropin_env: the transformed versions run with the drop-in library
+        in that environment, the original without (the vendor's results are the reference).
 
 How outputs are compared (compare_outputs): line by line, token by token (whitespace-separated).
 Integer tokens and words must be equal. Floating tokens (anything float() accepts that is not an
@@ -113,10 +116,13 @@ def build(source: Path | str, flavour: str, out_dir: Path | str, name: str | Non
     return Build(exe, warnings)
 
 
-def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple = ()) -> str:
-    """Runs a program with `np` ranks; returns its standard output."""
+def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple = (),
+        dropin_env: dict | None = None) -> str:
+    """Runs a program with `np` ranks; returns its standard output. dropin_env: run it with the
+    LD_PRELOAD drop-in library, in this environment."""
     try:
-        r = mpi.run(flavour, np, [str(executable), *args], timeout=RUN_TIMEOUT)
+        r = mpi.run(flavour, np, [str(executable), *args], timeout=RUN_TIMEOUT,
+                    preload=dropin_env is not None, env=dropin_env)
     except subprocess.TimeoutExpired:
         raise DiffTestError(f"{executable} with {np} ranks ({flavour}) did not finish in {RUN_TIMEOUT} s")
     if r.returncode != 0:
@@ -126,7 +132,8 @@ def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple =
 
 
 def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, ranks=RANKS,
-          args: list[str] | tuple = (), transformer=transform) -> list[str]:
+          args: list[str] | tuple = (), transformer=transform,
+          dropin_env: dict | None = None) -> list[str]:
     """The whole differential round for one C file: for each flavour, build the original and each
     mode's transformed version, run all with each rank count and compare. Returns every
     failure as a message (empty list: all outputs agree and nothing warned).
@@ -150,7 +157,7 @@ def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, r
             try:
                 expected = run(original.executable, flavour, np, args)
                 for mode, exe in versions.items():
-                    diffs = compare_outputs(expected, run(exe, flavour, np, args))
+                    diffs = compare_outputs(expected, run(exe, flavour, np, args, dropin_env))
                     failures += [f"{flavour} {mode} np={np}: {d}" for d in diffs]
             except DiffTestError as e:
                 failures.append(str(e))

@@ -1,0 +1,136 @@
+/* MPI_Iallreduce, MPI_Ireduce, MPI_Allreduce_init, MPI_Reduce_init with mpiopt's algorithms.
+ *
+ * The plan is the blocking call's (collective_args.c: the same selection, the same cases left to
+ * the vendor). Where it names one of mpiopt's algorithms, the blocking algorithm is recorded as a
+ * schedule (schedule.h) instead of run, and handed to a request (requests.c) that runs it as the
+ * program tests and waits. So every algorithm of the registry is also a nonblocking one with no
+ * code of its own, and gives the blocking call's bits. */
+#include <stdio.h>
+#include "coll.h"
+#include "collective_args.h"
+#include "requests.h"
+#include "schedule.h"
+
+/* MPI-4 persistent collectives: MPICH 4 has them, Open MPI 4.1 as MPIX_ in its pcollreq
+ * extension; SimGrid has none. */
+#if MPI_VERSION >= 4
+#define VENDOR_ALLREDUCE_INIT PMPI_Allreduce_init
+#define VENDOR_REDUCE_INIT PMPI_Reduce_init
+#elif defined(OMPI_MAJOR_VERSION)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define VENDOR_ALLREDUCE_INIT PMPIX_Allreduce_init
+#define VENDOR_REDUCE_INIT PMPIX_Reduce_init
+#endif
+#endif
+
+/* One call's arguments (count, datatype, op as MPI's; root only for a reduce). */
+typedef struct {
+    int is_reduce, persistent;
+    const void *sendbuf;
+    void *recvbuf;
+    int count;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    int root;
+    MPI_Comm comm;
+    MPI_Info info;
+} call;
+
+static int vendor_start(const call *a, MPI_Request *request)
+{
+    if (!a->persistent)
+        return a->is_reduce ? PMPI_Ireduce(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                           a->root, a->comm, request)
+                            : PMPI_Iallreduce(a->sendbuf, a->recvbuf, a->count, a->datatype,
+                                              a->op, a->comm, request);
+#ifdef VENDOR_ALLREDUCE_INIT
+    return a->is_reduce ? VENDOR_REDUCE_INIT(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                             a->root, a->comm, a->info, request)
+                        : VENDOR_ALLREDUCE_INIT(a->sendbuf, a->recvbuf, a->count, a->datatype,
+                                                a->op, a->comm, a->info, request);
+#else
+    return MPI_ERR_OTHER;   /* no vendor call to fall back on (SimGrid) */
+#endif
+}
+
+/* Schedules are advanced without locks: with several threads in MPI, the vendor's calls. */
+static int threads_concurrent(void)
+{
+    static int level = -1;
+    if (level < 0)
+        PMPI_Query_thread(&level);
+    return level == MPI_THREAD_MULTIPLE;
+}
+
+/* MPIOPT_VERBOSE: one line on rank 0 per (call, algorithm), so a log shows that a program's
+ * nonblocking calls ran mpiopt's algorithm. */
+static void report(const call *a, const mpiopt_call_plan *plan, const mpiopt_schedule *s)
+{
+    static unsigned char printed[4][MPIOPT_ALG_COUNT];
+    int kind = 2 * a->persistent + a->is_reduce;
+    if (plan->rank != 0 || printed[kind][plan->algorithm])
+        return;
+    printed[kind][plan->algorithm] = 1;
+    static const char *const names[4] = {"iallreduce", "ireduce", "allreduce_init", "reduce_init"};
+    fprintf(stderr, "mpiopt: %s p=%d: %s, a schedule of %d actions\n", names[kind], plan->p,
+            mpiopt_algorithm_name(plan->algorithm), mpiopt_schedule_length(s));
+}
+
+static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    mpiopt_call_plan plan;
+    int rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
+                              a->root, &plan);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (plan.algorithm == MPIOPT_ALG_VENDOR || threads_concurrent())
+        return vendor_start(a, request);
+    mpiopt_schedule *s = mpiopt_schedule_new();
+    if (!s)
+        return MPI_ERR_NO_MEM;
+    mpiopt_scratch_recording(1);
+    rc = a->is_reduce ? mpiopt_reduce_run(&plan, a->sendbuf, a->recvbuf, a->count, a->datatype,
+                                          a->op, a->root, a->comm, s)
+                      : mpiopt_allreduce_run(&plan, a->sendbuf, a->recvbuf, a->count,
+                                             a->datatype, a->op, a->comm, s);
+    mpiopt_scratch_recording(0);
+    if (rc == MPI_SUCCESS && mpiopt_verbose())
+        report(a, &plan, s);
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_request_new(s, a->persistent, request);
+    if (rc != MPI_SUCCESS)
+        mpiopt_schedule_free(s);
+    return rc;
+}
+
+int mpiopt_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    call a = {0, 0, sendbuf, recvbuf, count, datatype, op, 0, comm, MPI_INFO_NULL};
+    return start(&a, algorithm, request);
+}
+
+int mpiopt_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm,
+                   MPI_Request *request)
+{
+    call a = {1, 0, sendbuf, recvbuf, count, datatype, op, root, comm, MPI_INFO_NULL};
+    return start(&a, algorithm, request);
+}
+
+int mpiopt_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                          MPI_Request *request)
+{
+    call a = {0, 1, sendbuf, recvbuf, count, datatype, op, 0, comm, info};
+    return start(&a, algorithm, request);
+}
+
+int mpiopt_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
+                       mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    call a = {1, 1, sendbuf, recvbuf, count, datatype, op, root, comm, info};
+    return start(&a, algorithm, request);
+}
