@@ -6,6 +6,8 @@
  * program tests and waits. So every algorithm of the registry is also a nonblocking one with no
  * code of its own, and gives the blocking call's bits. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "coll.h"
 #include "collective_args.h"
 #include "requests.h"
@@ -54,13 +56,21 @@ static int vendor_start(const call *a, MPI_Request *request)
 #endif
 }
 
-/* Schedules are advanced without locks: with several threads in MPI, the vendor's calls. */
-static int threads_concurrent(void)
+/* 1 where every nonblocking call goes to the vendor: with several threads in MPI (schedules are
+ * advanced without locks), or when MPIOPT_NONBLOCKING=0 asks for it. A schedule advances only
+ * inside the calls mpiopt intercepts, while the vendor's own advance in any MPI call: a program
+ * in which one rank blocks in, say, MPI_Recv until another rank's MPI_Wait on a nonblocking
+ * allreduce returns (legal MPI, rare in practice) needs the vendor's. */
+static int vendor_only(void)
 {
-    static int level = -1;
-    if (level < 0)
+    static int decided = -1;
+    if (decided < 0) {
+        int level;
         PMPI_Query_thread(&level);
-    return level == MPI_THREAD_MULTIPLE;
+        const char *env = getenv("MPIOPT_NONBLOCKING");
+        decided = level == MPI_THREAD_MULTIPLE || (env && !strcmp(env, "0"));
+    }
+    return decided;
 }
 
 /* MPIOPT_VERBOSE: one line on rank 0 per (call, algorithm), so a log shows that a program's
@@ -84,7 +94,7 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
                               a->root, &plan);
     if (rc != MPI_SUCCESS)
         return rc;
-    if (plan.algorithm == MPIOPT_ALG_VENDOR || threads_concurrent())
+    if (plan.algorithm == MPIOPT_ALG_VENDOR || vendor_only())
         return vendor_start(a, request);
     mpiopt_schedule *s = mpiopt_schedule_new();
     if (!s)

@@ -155,3 +155,12 @@ def test_fortran_program(flavour):
         if forced != "auto":
             lines = schedule_lines(r.stderr, "iallreduce")
             assert lines and all(f": {forced}, a schedule" in l for l in lines), r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_env_sends_nonblocking_calls_to_the_vendor(flavour):
+    require_build(flavour)
+    r = run_plain(flavour, 2, {"MPIOPT_NONBLOCKING": "0", "MPIOPT_ALLREDUCE": "ring",
+                               "MPIOPT_VERBOSE": "1"}, "1000")
+    assert not schedule_lines(r.stderr, "iallreduce") + schedule_lines(r.stderr, "allreduce_init")
+    assert "allreduce p=2" in r.stderr     # loaded: mpiopt planned the calls, the vendor ran them
