@@ -7,7 +7,10 @@ JSON file per operation to the results directory, checks the performance bar (`a
 fast as the vendor from 64 KiB up and never below 0.8x of it) on runs with a core per rank, and
 measures the drop-in's hand-off overhead (`mpiopt-allreduce --overhead`). A run with more ranks
 than cores is labelled oversubscribed and counts towards no bar. Also the measuring back end of
-`mpiopt tune`."""
+`mpiopt tune`.
+
+With --nonblocking it runs the OSU-style overlap benchmark `mpiopt-iallreduce` instead (see
+run_nonblocking)."""
 from __future__ import annotations
 
 import csv
@@ -29,9 +32,11 @@ EXAMPLE = """examples:
   mpiopt bench allreduce                          p = 2 and 4, 8 B..16 MiB, every built MPI
   mpiopt bench allreduce -np 4 --flavour mpich --sizes 1K:1M
   mpiopt bench allreduce -np 2 --sizes 8:64K --iterations 200 --json
+  mpiopt bench allreduce --nonblocking            MPI_Iallreduce overlap (OSU method), p = 2, 1K..1M
 """
 
 BENCH_BINARY = "mpiopt-allreduce"
+NONBLOCKING_BINARY = "mpiopt-iallreduce"
 # What the bar asks of `auto` (vendor_time / auto_time): >= 1.0 from 64 KiB up, >= 0.8 everywhere.
 BAR_FROM_BYTES = 64 * 1024
 BAR_LARGE = 1.0
@@ -49,17 +54,17 @@ def parse_algorithms(text: str) -> str:
     return text
 
 
-def choose_flavours(requested: str) -> list[str]:
+def choose_flavours(requested: str, binary: str = BENCH_BINARY) -> list[str]:
     """`all` -> every flavour whose libmpiopt and benchmark are built; else that one, checked."""
     if requested == "all":
-        flavours = [f for f in mpi.built_flavours() if mpi.binary(f, BENCH_BINARY).exists()]
+        flavours = [f for f in mpi.built_flavours() if mpi.binary(f, binary).exists()]
         if not flavours:
-            raise UsageError(f"no MPI flavour has {BENCH_BINARY} built: run `make build` first")
+            raise UsageError(f"no MPI flavour has {binary} built: run `make build` first")
         return flavours
     if requested not in mpi.FLAVOURS:
         raise UsageError(f"unknown MPI flavour {requested!r} (expected {', '.join(mpi.FLAVOURS)} or all)")
-    if not mpi.binary(requested, BENCH_BINARY).exists():
-        raise UsageError(f"{mpi.binary(requested, BENCH_BINARY)} is not built: run `make build` first")
+    if not mpi.binary(requested, binary).exists():
+        raise UsageError(f"{mpi.binary(requested, binary)} is not built: run `make build` first")
     return [requested]
 
 
@@ -117,14 +122,25 @@ def bar_holds(ratios: dict[int, float]) -> bool:
     return all(r >= BAR_ANY and (size < BAR_FROM_BYTES or r >= BAR_LARGE) for size, r in ratios.items())
 
 
+# The defaults of the sweep and of --nonblocking (which has its own): -np, --sizes, --algorithms
+# default to None, so that a value the user gave is told apart from a default.
+DEFAULTS = {"np": "2,4", "sizes": "8:16M", "algorithms": "all"}
+NONBLOCKING_DEFAULTS = {"np": "2", "sizes": "1K:1M", "algorithms": "vendor,auto"}
+
+
 def add_arguments(p) -> None:
-    p.add_argument("-np", default="2,4", metavar="LIST", help="process counts, comma-separated (default 2,4)")
+    p.add_argument("-np", metavar="LIST", help="process counts, comma-separated (default 2,4; 2 with --nonblocking)")
     p.add_argument("--flavour", default="all", help="openmpi, mpich or all built ones (default all)")
-    p.add_argument("--sizes", default="8:16M", metavar="LIST",
+    p.add_argument("--sizes", metavar="LIST",
                    help="message sizes: bytes with K/M/G suffixes, MIN:MAX for every power of two "
-                   "between, comma-separated (default 8:16M; docs/benchmarks.md)")
-    p.add_argument("--algorithms", default="all",
-                   help="comma-separated algorithms (`mpiopt-allreduce --list-algorithms`) or all (default)")
+                   "between, comma-separated (default 8:16M, 1K:1M with --nonblocking; docs/benchmarks.md)")
+    p.add_argument("--algorithms",
+                   help="comma-separated algorithms (`mpiopt-allreduce --list-algorithms`) or all "
+                   "(default all; vendor,auto with --nonblocking)")
+    p.add_argument("--nonblocking", action="store_true",
+                   help="instead of the sweep: MPI_Iallreduce overlap with computation, OSU's method "
+                   "(mpiopt-iallreduce; takes -np, --flavour, --sizes, --algorithms, and --iterations, "
+                   "--warmup for every size; docs/benchmarks.md)")
     p.add_argument("--iterations", type=int, default=200, help="timed iterations up to 8 KiB (default 200)")
     p.add_argument("--iterations-large", type=int, default=30, help="timed iterations above 8 KiB (default 30)")
     p.add_argument("--warmup", type=int, default=20, help="warm-up iterations up to 8 KiB (default 20)")
@@ -153,13 +169,16 @@ def check_counts(args) -> None:
 
 
 def _check_args(args) -> tuple[list[str], list[int], list[int]]:
+    for name, value in (NONBLOCKING_DEFAULTS if args.nonblocking else DEFAULTS).items():
+        if getattr(args, name, None) is None:
+            setattr(args, name, value)
     check_counts(args)
     ranks = parse_ranks(args.np)
     sizes = parse_sizes(args.sizes, minimum=1)
     if len(sizes) > MAX_SIZES:
         raise UsageError(f"--sizes {args.sizes!r} names {len(sizes)} sizes; at most {MAX_SIZES} in one run")
     parse_algorithms(args.algorithms)
-    flavours = choose_flavours(args.flavour)
+    flavours = choose_flavours(args.flavour, NONBLOCKING_BINARY if args.nonblocking else BENCH_BINARY)
     return flavours, ranks, sizes
 
 
@@ -195,6 +214,8 @@ def run(args) -> int:
     from rich.progress import Progress
 
     flavours, ranks, sizes = _check_args(args)
+    if args.nonblocking:
+        return run_nonblocking(args, flavours, ranks, sizes)
     operations = ["reduce"] if args.reduce else parse_names(args.operations, "--operations",
                                                              ["allreduce", "reduce"])
     console = report_console(stderr=args.json)
@@ -344,3 +365,146 @@ def write_plot(docs: list[dict], path: Path) -> Path:
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+# ---- --nonblocking: MPI_Iallreduce overlap, OSU's method (bench/iallreduce.c) ----
+
+HEADLINE_BYTES, HEADLINE_RANKS = 1 << 20, 2
+
+
+def doubling_runs(sizes: list[int]) -> list[tuple[int, int]]:
+    """Sorted sizes -> (MIN, MAX) ranges of successive doublings, one C run each (`-m MIN:MAX`
+    doubles from MIN): 1K:1M is one run, 8,1K,1M three."""
+    runs: list[list[int]] = []
+    for size in sizes:
+        if runs and size == runs[-1][1] * 2:
+            runs[-1][1] = size
+        else:
+            runs.append([size, size])
+    return [(lo, hi) for lo, hi in runs]
+
+
+def measure_nonblocking(flavour: str, np: int, sizes: list[int], columns: str, iterations: int,
+                        warmup: int, timeout: float = 900) -> dict:
+    """mpiopt-iallreduce --json over `sizes`: one document, its rows in "results"."""
+    rows = []
+    for lo, hi in doubling_runs(sizes):
+        argv = [mpi.binary(flavour, NONBLOCKING_BINARY), "-m", f"{lo}:{hi}", "-i", iterations,
+                "-w", warmup, "--algorithms", columns, "--json"]
+        what = f"{NONBLOCKING_BINARY} ({flavour}, {np} ranks)"
+        try:
+            proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np))
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{what} took more than {timeout:.0f} s")
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+            raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+        try:
+            rows += json.loads(proc.stdout)
+        except json.JSONDecodeError as e:
+            raise RuntimeError(f"{what} printed no valid JSON: {e}")
+    return {"benchmark": NONBLOCKING_BINARY, "operation": "iallreduce", "flavour": flavour, "ranks": np,
+            "cores": os.cpu_count() or 1, "oversubscribed": oversubscribed(np),
+            "algorithms": columns.split(","), "iterations": iterations, "warmup": warmup,
+            "results": [r for r in rows if r["bytes"] in sizes]}
+
+
+def nonblocking_headline(doc: dict) -> dict | None:
+    """At 1 MiB, p = 2: the overlap of mpiopt's column (auto, else the first not the vendor) and the
+    vendor's, and mpiopt's latency / the vendor's; None if this run has no such row."""
+    rows = by_size(doc).get(HEADLINE_BYTES, {})
+    mine = next((a for a in ["auto"] + doc["algorithms"] if a != "vendor" and a in rows), None)
+    if doc["ranks"] != HEADLINE_RANKS or "vendor" not in rows or mine is None:
+        return None
+    ours, vendor = rows[mine], rows["vendor"]
+    return {"flavour": doc["flavour"], "ranks": doc["ranks"], "bytes": HEADLINE_BYTES, "algorithm": mine,
+            "oversubscribed": doc["oversubscribed"],
+            "overlap_pct": ours["overlap_pct"], "vendor_overlap_pct": vendor["overlap_pct"],
+            "overlap_median_pct": ours["overlap_median_pct"],
+            "vendor_overlap_median_pct": vendor["overlap_median_pct"],
+            "latency_ratio": ours["latency_ratio"], "latency_ratio_median": ours["latency_ratio_median"]}
+
+
+def run_nonblocking(args, flavours: list[str], ranks: list[int], sizes: list[int]) -> int:
+    """`mpiopt bench allreduce --nonblocking`: per flavour and process count, a table, a headline,
+    and results/allreduce_nonblocking.json (the document --json prints)."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    columns = ",".join(algorithms.names()) if args.algorithms == "all" else args.algorithms
+    console = report_console(stderr=args.json)
+    docs, failures = [], []
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        task = progress.add_task("iallreduce overlap", total=len(flavours) * len(ranks))
+        for flavour in flavours:
+            for np in ranks:
+                progress.update(task, description=f"iallreduce overlap: {flavour}, {np} ranks")
+                try:
+                    docs.append(measure_nonblocking(flavour, np, sizes, columns, args.iterations, args.warmup))
+                except RuntimeError as e:
+                    failures.append(str(e))  # the other runs still count: report them too
+                    console.print(f"[red]error:[/red] {e}")
+                progress.advance(task)
+    if not docs:
+        return 1
+    results = Path(args.results)
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / "allreduce_nonblocking.json"
+    headlines = [h for h in map(nonblocking_headline, docs) if h]
+    out = {"runs": docs, "headline": headlines, "files": [str(path)], "errors": failures}
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(out, indent=1))
+    else:
+        for doc in docs:
+            print_nonblocking_table(console, doc)
+        for h in headlines:
+            print_headline(console, h)
+        if not headlines:
+            console.print(f"no headline: it is the {size_label(HEADLINE_BYTES)} row at p = {HEADLINE_RANKS} "
+                          "with the vendor and an mpiopt column, not measured in this run")
+        console.print(f"files: {path}")
+    return 1 if failures else 0
+
+
+def print_nonblocking_table(console, doc: dict) -> None:
+    from rich.table import Table
+    short = algorithms.short_names(doc["flavour"])
+    over = doc["oversubscribed"]
+    note = f" [bold yellow]OVERSUBSCRIBED: {doc['ranks']} ranks on {doc['cores']} cores[/]" if over else ""
+    table = Table(title=f"MPI_Iallreduce overlap, {doc['flavour']}, {doc['ranks']} ranks, double sum "
+                  f"(OSU method, no MPI_Test during the compute; times: averages in us){note}",
+                  title_justify="left")
+    table.add_column("bytes", justify="right")
+    mpiopt_columns = [a for a in doc["algorithms"] if a != "vendor"] if "vendor" in doc["algorithms"] else []
+    for alg in doc["algorithms"]:
+        name = short.get(alg, alg)
+        for head in ("pure", "overall", "compute", "overlap % avg/med"):
+            table.add_column(f"{name} {head}", justify="right")
+    for alg in mpiopt_columns:
+        table.add_column(f"{short.get(alg, alg)}/vendor latency" + (" (not a speed-up)" if over else ""),
+                         justify="right")
+    for size, rows in sorted(by_size(doc).items()):
+        cells = [size_label(size)]
+        for alg in doc["algorithms"]:
+            r = rows.get(alg)
+            cells += ["-"] * 4 if r is None else [
+                f"{r['t_pure_us']:.1f}", f"{r['t_total_us']:.1f}", f"{r['t_compute_us']:.1f}",
+                f"{r['overlap_pct']:.0f} / {r['overlap_median_pct']:.0f}"]
+        for alg in mpiopt_columns:
+            ratio = rows.get(alg, {}).get("latency_ratio")
+            cells.append("-" if ratio is None else f"{ratio:.2f}x")
+        table.add_row(*cells)
+    console.print(table)
+    if over:
+        console.print(f"{doc['ranks']} ranks on {doc['cores']} cores: ranks wait for cores, so latencies and "
+                      "their ratios measure scheduling, not the algorithms: not a speed-up (docs/benchmarks.md)\n")
+
+
+def print_headline(console, h: dict) -> None:
+    speed = " (oversubscribed: not a speed-up)" if h["oversubscribed"] else ""
+    console.print(f"[bold]headline[/] {h['flavour']}, p = {h['ranks']}, {size_label(h['bytes'])}: overlap "
+                  f"{h['algorithm']} {h['overlap_pct']:.0f}% vs vendor {h['vendor_overlap_pct']:.0f}% "
+                  f"(from medians {h['overlap_median_pct']:.0f}% vs {h['vendor_overlap_median_pct']:.0f}%); "
+                  f"latency {h['algorithm']}/vendor {h['latency_ratio']:.2f}x "
+                  f"(medians {h['latency_ratio_median']:.2f}x; below 1: {h['algorithm']} faster){speed}")
