@@ -28,6 +28,8 @@ from ..console import console as report_console
 NAME = "allreduce"
 HELP = "allreduce algorithms vs the vendor's MPI_Allreduce (latency, bandwidth, plot)"
 IN_REPORT = True
+# the report: the sweep, then the overlap of the nonblocking calls
+REPORT_RUNS = [[], ["--nonblocking"]]
 EXAMPLE = """examples:
   mpiopt bench allreduce                          p = 2 and 4, 8 B..16 MiB, every built MPI
   mpiopt bench allreduce -np 4 --flavour mpich --sizes 1K:1M

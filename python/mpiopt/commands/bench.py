@@ -41,8 +41,11 @@ def register(sub) -> None:
     def run_report(args) -> int:
         status = 0
         for mod in _modules():
-            if getattr(mod, "IN_REPORT", False):
-                sub_args = parsers[mod.NAME].parse_args([])
+            if not getattr(mod, "IN_REPORT", False):
+                continue
+            # a module may ask for several runs in the report (REPORT_RUNS: argument lists)
+            for argv in getattr(mod, "REPORT_RUNS", [[]]):
+                sub_args = parsers[mod.NAME].parse_args(argv)
                 sub_args.json, sub_args.results = args.json, args.results
                 status = max(status, int(mod.run(sub_args) or 0))
         return status
