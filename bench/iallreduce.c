@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpiopt.h"
+#include "shuffle.h"
 
 static int rank, nranks;
 
@@ -260,23 +261,6 @@ static void verify(const options *o, int c, double *in, double *out, int count, 
         fail(1, "DATA VALIDATION ERROR from %s at %lld bytes", mpiopt_algorithm_name(o->columns[c]), size);
 }
 
-/* A fresh order of n slots in iteration `it`, the same on every rank (as mpiopt-allreduce: a
- * rotation would keep one slot right after another and let it inherit that one's aftermath). */
-static void shuffle(int *order, int n, unsigned it)
-{
-    uint64_t x = 0x9E3779B97F4A7C15ull * (it + 1);
-    for (int i = 0; i < n; i++)
-        order[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        x ^= x >> 33;
-        x *= 0xFF51AFD7ED558CCDull;
-        x ^= x >> 29;
-        int j = (int)(x % (uint64_t)(i + 1)), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-}
-
 static int compare_doubles(const void *a, const void *b)
 {
     return (*(const double *)a > *(const double *)b) - (*(const double *)a < *(const double *)b);
@@ -314,7 +298,7 @@ static void run_phase(const options *o, int nslots, const int *kind, const long 
 {
     int order[2 * MPIOPT_ALG_COUNT];
     for (int it = 0; it < o->warmup + o->iterations; it++) {
-        shuffle(order, nslots, (unsigned)it);
+        shuffle_columns(order, nslots, (unsigned)it);
         for (int k = 0; k < nslots; k++) {
             int s = order[k];
             double t = timed_call(o, s % o->ncolumns, kind[s], in, out, count, units[s]);

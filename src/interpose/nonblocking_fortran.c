@@ -53,6 +53,14 @@ static void f_requests(MPI_Request *c, MPI_Fint *f, int n)
 
 /* ---- starting ---- */
 
+/* The end of a call that started a request: its handle for Fortran, the error code. */
+static void started(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)
+{
+    if (rc == MPI_SUCCESS)
+        *request = PMPI_Request_c2f(r);
+    set_ierr(ierr, rc);
+}
+
 static void iallreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                          MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
@@ -60,9 +68,7 @@ static void iallreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint
     int rc = mpiopt_iallreduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                                (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
                                PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO, &r);
-    if (rc == MPI_SUCCESS)
-        *request = PMPI_Request_c2f(r);
-    set_ierr(ierr, rc);
+    started(rc, r, request, ierr);
 }
 
 static void ireduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
@@ -73,9 +79,7 @@ static void ireduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
     int rc = mpiopt_ireduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                             (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root,
                             PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO, &r);
-    if (rc == MPI_SUCCESS)
-        *request = PMPI_Request_c2f(r);
-    set_ierr(ierr, rc);
+    started(rc, r, request, ierr);
 }
 
 static void allreduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
@@ -87,9 +91,7 @@ static void allreduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
                                    (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
                                    PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info), MPIOPT_ALG_AUTO,
                                    &r);
-    if (rc == MPI_SUCCESS)
-        *request = PMPI_Request_c2f(r);
-    set_ierr(ierr, rc);
+    started(rc, r, request, ierr);
 }
 
 static void reduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
@@ -101,9 +103,7 @@ static void reduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
                                 (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
                                 (int)*root, PMPI_Comm_f2c(*comm), PMPI_Info_f2c(*info),
                                 MPIOPT_ALG_AUTO, &r);
-    if (rc == MPI_SUCCESS)
-        *request = PMPI_Request_c2f(r);
-    set_ierr(ierr, rc);
+    started(rc, r, request, ierr);
 }
 
 /* ---- completing ---- */

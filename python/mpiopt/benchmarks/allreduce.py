@@ -85,22 +85,27 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--reduce")
     if validate:
         argv.append("-c")
-    # The launcher's own binding while every rank has a core (what users get); --bind-to none when
-    # oversubscribed, where a rank pinned to a shared core would starve.
-    oversubscribed = np > (os.cpu_count() or 1)
-    try:
-        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed)
-    except subprocess.TimeoutExpired:
-        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) took more than {timeout:.0f} s")
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) failed (exit {proc.returncode}):\n{tail}")
-    try:
-        doc = json.loads(proc.stdout)
-    except json.JSONDecodeError as e:
-        raise RuntimeError(f"{BENCH_BINARY} ({flavour}, {np} ranks) printed no valid JSON: {e}")
+    doc = run_json(flavour, np, argv, BENCH_BINARY, timeout)
     doc["flavour"] = flavour
     return doc
+
+
+def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float):
+    """Runs a benchmark binary that prints JSON on np ranks; its parsed output, or RuntimeError
+    naming what failed. The launcher's own binding while every rank has a core (what users get);
+    --bind-to none when oversubscribed, where a rank pinned to a shared core would starve."""
+    what = f"{binary} ({flavour}, {np} ranks)"
+    try:
+        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np))
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"{what} took more than {timeout:.0f} s")
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise RuntimeError(f"{what} printed no valid JSON: {e}")
 
 
 def by_size(doc: dict) -> dict[int, dict[str, dict]]:
@@ -393,18 +398,7 @@ def measure_nonblocking(flavour: str, np: int, sizes: list[int], columns: str, i
     for lo, hi in doubling_runs(sizes):
         argv = [mpi.binary(flavour, NONBLOCKING_BINARY), "-m", f"{lo}:{hi}", "-i", iterations,
                 "-w", warmup, "--algorithms", columns, "--json"]
-        what = f"{NONBLOCKING_BINARY} ({flavour}, {np} ranks)"
-        try:
-            proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np))
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(f"{what} took more than {timeout:.0f} s")
-        if proc.returncode != 0:
-            tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
-            raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{tail}")
-        try:
-            rows += json.loads(proc.stdout)
-        except json.JSONDecodeError as e:
-            raise RuntimeError(f"{what} printed no valid JSON: {e}")
+        rows += run_json(flavour, np, argv, NONBLOCKING_BINARY, timeout)
     return {"benchmark": NONBLOCKING_BINARY, "operation": "iallreduce", "flavour": flavour, "ranks": np,
             "cores": os.cpu_count() or 1, "oversubscribed": oversubscribed(np),
             "algorithms": columns.split(","), "iterations": iterations, "warmup": warmup,
