@@ -139,6 +139,9 @@ void mpiopt_fold_end(mpiopt_fold *f);
  * are distinct; each goes back with mpiopt_scratch_free. Never NULL for 0 bytes. */
 void *mpiopt_scratch(size_t bytes);
 void mpiopt_scratch_free(void *buf);
+/* A fresh buffer of at least `bytes` (never NULL for 0), cache-line aligned, outside the pool:
+ * give it back with free(). */
+void *mpiopt_scratch_aligned(size_t bytes);
 /* While on (this thread records a schedule), mpiopt_scratch_free gives nothing back: the
  * schedule owns the scratch its algorithm took (mpiopt_coll_scratch) until it is freed. */
 void mpiopt_scratch_recording(int on);

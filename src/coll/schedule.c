@@ -148,10 +148,9 @@ int mpiopt_schedule_local(mpiopt_schedule *s, mpiopt_local_kind kind, const void
 
 void *mpiopt_schedule_scratch(mpiopt_schedule *s, size_t bytes)
 {
-    void *m = NULL;
-    size_t rounded = (bytes + 63) / 64 * 64;
+    void *m;
     if (s->error || !grow((void **)&s->scratch, &s->cap_scratch, s->n_scratch, sizeof(void *)) ||
-        posix_memalign(&m, 64, rounded ? rounded : 64) != 0)
+        !(m = mpiopt_scratch_aligned(bytes)))
         return NULL;
     return s->scratch[s->n_scratch++] = m;
 }

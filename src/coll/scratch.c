@@ -102,7 +102,7 @@ static pool *this_thread_pool(void)
     return my_pool = p;
 }
 
-static void *aligned(size_t bytes)
+void *mpiopt_scratch_aligned(size_t bytes)
 {
     void *m = NULL;
     size_t rounded = (bytes + ALIGN - 1) / ALIGN * ALIGN;
@@ -114,7 +114,7 @@ void *mpiopt_scratch(size_t bytes)
     pthread_once(&setup_once, setup);
     pool *p = enabled && !finalized ? this_thread_pool() : NULL;
     if (!p)
-        return aligned(bytes);
+        return mpiopt_scratch_aligned(bytes);
     /* the smallest free slot that fits; failing that, the largest free one, grown */
     int fit = -1, grow = -1;
     for (int i = 0; i < SLOTS; i++) {
@@ -128,13 +128,13 @@ void *mpiopt_scratch(size_t bytes)
     if (fit < 0 && grow >= 0) {
         free(p->buf[grow]);     /* no copy: scratch holds nothing between holders */
         p->cap[grow] = 0;
-        if (!(p->buf[grow] = aligned(bytes)))
+        if (!(p->buf[grow] = mpiopt_scratch_aligned(bytes)))
             return NULL;
         p->cap[grow] = bytes;
         fit = grow;
     }
     if (fit < 0)
-        return aligned(bytes);  /* every slot is held */
+        return mpiopt_scratch_aligned(bytes);  /* every slot is held */
     p->busy[fit] = 1;
     return p->buf[fit];
 }
