@@ -3,8 +3,13 @@ SMPI), take a time per step from its output, and make the case study's table (ra
 decomposition, time per step, speed-up, parallel efficiency normalised to the smallest run).
 
 The program's arguments may hold placeholders, filled in per run:
-  {p} ranks, {d0} {d1} … the MPI_Dims_create decomposition, {local} the local edge along the
-  last dimension (strong: --size split over it; weak: --size), {local_bytes} = 8*{local}.
+  {p} ranks, {d0} {d1} … the MPI_Dims_create decomposition, {local0} {local1} … the local edge
+  along each dimension (strong: the global edge split over that dimension; weak: the size),
+  {local} the last of them, {local_bytes} = 8*{local}.
+
+One run can hold a strong and a weak study of the same program (`studies`): their runs are
+planned together, so a bad argument stops it before anything runs, and a run both studies share
+(the same ranks and arguments) runs once.
 """
 from __future__ import annotations
 
@@ -39,20 +44,39 @@ def dims_create(p: int, ndims: int) -> list[int]:
     return sorted(dims, reverse=True)
 
 
+MODES = ("strong", "weak")
+
+
+def study_sizes(modes: list[str], size: int | None, ranks: list[int], ndims: int) -> dict:
+    """The size each study runs with. One study: --size (strong: the global edge; weak: the
+    local edge). Both: --size is the weak study's local edge, and the strong study's global edge
+    is --size times the last dimension of the smallest run's decomposition, so that the smallest
+    strong run has local edge --size along the last dimension, as the smallest weak run (the very
+    same run when that decomposition is square: 1, 4, 16, 64 … ranks in 2-D)."""
+    if len(modes) == 1 or size is None:
+        return {mode: size for mode in modes}
+    smallest = dims_create(min(ranks), ndims)
+    return {"strong": size * smallest[-1], "weak": size}
+
+
 def fill_args(argv: list[str], p: int, dims: list[int], size: int | None, weak: bool) -> list[str]:
-    local = None
-    if size is not None:
-        local = size if weak else max(1, size // dims[-1])
-    values = {"p": p, "local": local, "local_bytes": None if local is None else 8 * local}
+    values = {"p": p}
     values.update({f"d{i}": d for i, d in enumerate(dims)})
+    if size is not None:
+        local = [size if weak else max(1, size // d) for d in dims]
+        values.update({f"local{i}": edge for i, edge in enumerate(local)})
+        values.update({"local": local[-1], "local_bytes": 8 * local[-1]})
     out = []
     for a in argv:
         try:
             out.append(a.format(**values))
         except (KeyError, IndexError) as e:
+            name = str(e.args[0])
+            if size is None and name.startswith("local"):
+                raise UsageError(f"argument {a!r} uses {{{name}}}: give --size") from None
             raise UsageError(f"argument {a!r}: unknown placeholder {e}") from None
-        if "None" in out[-1] and "{local" in a:
-            raise UsageError(f"argument {a!r} uses {{local}}: give --size")
+        except ValueError as e:    # a lone { or }: write {{ or }} for a brace itself
+            raise UsageError(f"argument {a!r}: {e} (write {{{{ or }}}} for a brace)") from None
     return out
 
 
@@ -88,8 +112,9 @@ def run_simulated(exe: Path, argv: list[str], p: int, ppn: int, platform: str, w
                   timeout: float) -> tuple[str, float]:
     from ..simulation import smpi
     plat, hosts = smpi.write_machine(workdir, platform, p, ppn)
-    r = smpi.smpirun(exe, argv, p, plat, hosts, config=["--cfg=smpi/privatization:no"],
-                     timeout=timeout, cwd=workdir)
+    # display-timing: SMPI prints the simulated time, the "wall" time of --step-regex ''
+    r = smpi.smpirun(exe, argv, p, plat, hosts, timeout=timeout, cwd=workdir,
+                     config=["--cfg=smpi/privatization:no", "--cfg=smpi/display-timing:yes"])
     if r.returncode != 0:
         raise RuntimeError(f"smpirun of {exe.name} on {p} ranks failed (exit {r.returncode}):\n"
                            f"{(r.stdout + r.stderr)[-2000:]}")
@@ -97,33 +122,62 @@ def run_simulated(exe: Path, argv: list[str], p: int, ppn: int, platform: str, w
     return r.stdout, sim if sim is not None else float("nan")
 
 
-def study(app: list[str], ranks: list[int], weak: bool, size: int | None, ppn: int,
-          simulate: bool, platform: str, flavour: str, regex: str | None, ndims: int,
-          timeout: float) -> dict:
-    """Runs the program at each rank count; the results (input of `table`)."""
-    program = Path(app[0])
-    workdir = Path(tempfile.mkdtemp(prefix="mpiopt-scaling-"))
+def executable(program: Path, simulate: bool, flavour: str | None, workdir: Path) -> Path:
+    """The program to run: a .c file compiled (smpicc, or the MPI's mpicc), or as given."""
     if program.suffix == ".c":
         if not program.exists():
             raise UsageError(f"source {program} does not exist")
-        exe = build_source(program, "smpicc" if simulate else f"mpicc.{flavour}", workdir)
-    else:
-        exe = program if program.exists() else None
-        if exe is None or not os.access(exe, os.X_OK):
-            raise UsageError(f"program {program} does not exist or is not executable")
-    runs = []
-    for p in ranks:
-        dims = dims_create(p, ndims)
-        argv = fill_args(app[1:], p, dims, size, weak)
-        if simulate:
-            out, wall = run_simulated(exe, argv, p, ppn, platform, workdir, timeout)
-        else:
-            out, wall = run_real(flavour, exe, argv, p, timeout)
-        runs.append({"ranks": p, "nodes": -(-p // ppn), "decomposition": dims, "argv": argv,
-                     "time_per_step": step_time(out, regex, wall), "wall": wall})
-    return {"mode": "weak" if weak else "strong", "simulated": simulate,
-            "platform": platform if simulate else None, "mpi": None if simulate else flavour,
-            "ppn": ppn, "app": app, "size": size, "runs": runs}
+        return build_source(program, "smpicc" if simulate else f"mpicc.{flavour}", workdir)
+    if not (program.exists() and os.access(program, os.X_OK)):
+        raise UsageError(f"program {program} does not exist or is not executable")
+    return program
+
+
+def studies(app: list[str], ranks: list[int], modes: list[str], size: int | None, ppn: int,
+            simulate: bool, platform: str, flavour: str | None, regex: str | None, ndims: int,
+            timeout: float) -> list[dict]:
+    """Runs the program at each rank count for each study in `modes` (strong, weak); one result
+    per study (each the input of `table`, and the shape of a one-study results file)."""
+    sizes = study_sizes(modes, size, ranks, ndims)
+    # every run's arguments first: a bad placeholder stops the command before any run
+    plan = {mode: [(p, dims_create(p, ndims)) for p in ranks] for mode in modes}
+    plan = {mode: [(p, dims, fill_args(app[1:], p, dims, sizes[mode], mode == "weak"))
+                   for p, dims in runs] for mode, runs in plan.items()}
+    workdir = Path(tempfile.mkdtemp(prefix="mpiopt-scaling-"))
+    exe = executable(Path(app[0]), simulate, flavour, workdir)
+    done = {}   # (ranks, argv) -> the run: a run both studies share is made once
+    results = []
+    for mode in modes:
+        runs = []
+        for p, dims, argv in plan[mode]:
+            key = (p, tuple(argv))
+            if key not in done:
+                if simulate:
+                    out, wall = run_simulated(exe, argv, p, ppn, platform, workdir, timeout)
+                else:
+                    out, wall = run_real(flavour, exe, argv, p, timeout)
+                done[key] = {"ranks": p, "nodes": -(-p // ppn), "decomposition": dims,
+                             "argv": argv, "time_per_step": step_time(out, regex, wall),
+                             "wall": wall}
+            runs.append(dict(done[key]))
+        results.append({"mode": mode, "simulated": simulate,
+                        "platform": platform if simulate else None,
+                        "mpi": None if simulate else flavour, "ppn": ppn, "app": app,
+                        "size": sizes[mode], "runs": runs})
+    return results
+
+
+def study_list(results: dict) -> list[dict]:
+    """The studies of a results file: {"studies": [strong, weak]} (both in one run) or one
+    study on its own ({"mode": …, "runs": […]}, what a one-study run writes)."""
+    if not isinstance(results, dict):
+        raise UsageError("results: expected a JSON object with mode and runs, or with studies")
+    if "studies" not in results:
+        return [results]
+    found = results["studies"]
+    if not (isinstance(found, list) and found and all(isinstance(s, dict) for s in found)):
+        raise UsageError("results: studies must be a non-empty list of objects with mode and runs")
+    return found
 
 
 def table(results: dict) -> list[dict]:
@@ -149,17 +203,27 @@ def table(results: dict) -> list[dict]:
     return rows
 
 
-def plot(rows: list[dict], mode: str, path: str) -> None:
+def plot(tables: list[tuple[str, list[dict]]], path: str) -> None:
+    """Time per step and efficiency against ranks, a line per study: [(mode, rows of table())]."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    ps = [r["ranks"] for r in rows]
-    a.loglog(ps, [r["time_per_step"] for r in rows], "o-")
-    a.set_xlabel("ranks"), a.set_ylabel("time per step (s)"), a.set_title(f"{mode} scaling")
-    b.semilogx(ps, [r["efficiency"] for r in rows], "o-")
+    for mode, rows in tables:
+        ps = [r["ranks"] for r in rows]
+        a.loglog(ps, [r["time_per_step"] for r in rows], "o-", label=mode)
+        b.semilogx(ps, [r["efficiency"] for r in rows], "o-", label=mode)
+    ranks = sorted({r["ranks"] for _, rows in tables for r in rows})
+    for ax in (a, b):   # the rank counts run, not powers of ten
+        ax.set_xticks(ranks, [str(p) for p in ranks])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    a.set_xlabel("ranks"), a.set_ylabel("time per step (s)")
+    a.set_title(" and ".join(mode for mode, _ in tables) + " scaling")
     b.axhline(1.0, color="grey", lw=0.5)
     b.set_xlabel("ranks"), b.set_ylabel("parallel efficiency"), b.set_ylim(bottom=0)
+    if len(tables) > 1:
+        a.legend(), b.legend()
     fig.tight_layout()
     fd, tmp = tempfile.mkstemp(suffix=".png", dir=Path(path).parent or ".")
     os.close(fd)
