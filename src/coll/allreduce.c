@@ -4,7 +4,7 @@
  * cores. The others start from that copy. */
 #include "coll.h"
 #include "collective_args.h"
-#include "plan_cache.h"
+#include "handoff.h"
 #include "schedule.h"
 
 int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
@@ -26,10 +26,9 @@ int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void
     return plan->p == 1 ? MPI_SUCCESS : alg->allreduce(&c, recvbuf, (size_t)count);
 }
 
-/* Everything but the hand-off to the vendor of a call planned before. */
-static __attribute__((noinline)) int allreduce_planned(const void *sendbuf, void *recvbuf, int count,
-                                                       MPI_Datatype datatype, MPI_Op op,
-                                                       MPI_Comm comm, mpiopt_algorithm algorithm)
+/* Everything but the hand-off to the vendor (handoff.h) of a call planned before. */
+int mpiopt_allreduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                             MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(0, algorithm, comm, count, datatype, op, 0, &plan)) {
@@ -42,25 +41,8 @@ static __attribute__((noinline)) int allreduce_planned(const void *sendbuf, void
     return mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);
 }
 
-/* The hand-off path: a plan-cache lookup, a branch and a tail call, with the arguments left in
- * the registers they came in (no frame). */
-static inline int allreduce_entry(const void *sendbuf, void *recvbuf, int count,
-                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                  mpiopt_algorithm algorithm)
-{
-    if (mpiopt_plan_cached_vendor(0, algorithm, comm, count, datatype, op, 0))
-        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    return allreduce_planned(sendbuf, recvbuf, count, datatype, op, comm, algorithm);
-}
-
 int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                      MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
-    return allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, algorithm);
-}
-
-int mpiopt_allreduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                          MPI_Op op, MPI_Comm comm)
-{
-    return allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, MPIOPT_ALG_AUTO);
+    return mpiopt_allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, algorithm);
 }

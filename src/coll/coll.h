@@ -198,13 +198,6 @@ int mpiopt_algorithm_fits(mpiopt_algorithm a, int p, int commutative);
  * to the vendor. */
 int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op);
 
-/* mpiopt_allreduce / mpiopt_reduce with MPIOPT_ALG_AUTO, for the drop-in's entry points: one
- * argument fewer, so the hand-off to the vendor is a tail call all the way. */
-int mpiopt_allreduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                          MPI_Op op, MPI_Comm comm);
-int mpiopt_reduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                       MPI_Op op, int root, MPI_Comm comm);
-
 /* ---- selection (select.c) ---- */
 /* The algorithm to run: `requested` unless it is AUTO (then the env var, tuning table or cost
  * model decides); an algorithm that cannot do a non-commutative op is replaced by one that can.

@@ -19,8 +19,29 @@
 #include "collective_args.h"
 #include "plan_cache.h"
 
-mpiopt_plan_slot mpiopt_plan_slots[MPIOPT_PLAN_SLOTS];
+#define PLAN_SLOTS 256
+static mpiopt_plan_slot plan_slots[PLAN_SLOTS];
+mpiopt_plan_slot mpiopt_plan_last_vendor[2];
 unsigned mpiopt_plan_generation = 1;
+
+static uint64_t handle_bits(const void *handle, size_t size)
+{
+    uint64_t v = 0;
+    memcpy(&v, handle, size < sizeof v ? size : sizeof v);
+    return v;
+}
+
+static mpiopt_plan_slot *slot_of(const mpiopt_plan_key *k)
+{
+    /* shifts and xors only (cheap); Open MPI's handles are aligned
+     * pointers, MPICH's carry their kind in the top bits: fold the middle bits down */
+    uint64_t h = handle_bits(&k->comm, sizeof k->comm) ^
+                 handle_bits(&k->datatype, sizeof k->datatype) << 3 ^
+                 handle_bits(&k->op, sizeof k->op) << 6 ^
+                 k->count_root_request << 4 ^ k->count_root_request >> 27;
+    h ^= h >> 8 ^ h >> 16;
+    return &plan_slots[(h >> 4) % PLAN_SLOTS];
+}
 
 static int comm_keyval = MPI_KEYVAL_INVALID, type_keyval = MPI_KEYVAL_INVALID;
 static int keyvals_ok;
@@ -69,6 +90,20 @@ static int watched(MPI_Comm comm, MPI_Datatype datatype)
     return found || PMPI_Type_set_attr(datatype, type_keyval, NULL) == MPI_SUCCESS;
 }
 
+/* Writes slot s under its seqlock; gen: the generation read before the plan was made. */
+static void write_slot(mpiopt_plan_slot *s, const mpiopt_plan_key *k, const mpiopt_call_plan *plan,
+                       unsigned gen)
+{
+    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE,
+                                                  __ATOMIC_RELAXED))
+        return;    /* another thread is writing this slot: leave it to it */
+    s->key = *k;
+    s->plan = *plan;
+    s->generation = gen;
+    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
 void mpiopt_plan_remember(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                           MPI_Datatype datatype, MPI_Op op, int root, const mpiopt_call_plan *plan)
 {
@@ -76,13 +111,28 @@ void mpiopt_plan_remember(int is_reduce, mpiopt_algorithm requested, MPI_Comm co
         return;
     unsigned gen = __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE);
     mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
-    mpiopt_plan_slot *s = mpiopt_plan_slot_of(&k);
-    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_RELAXED);
-    if ((seq & 1) || !__atomic_compare_exchange_n(&s->seq, &seq, seq + 1, 0, __ATOMIC_ACQUIRE,
-                                                  __ATOMIC_RELAXED))
-        return;    /* another thread is writing this slot: leave it to it */
-    s->key = k;
-    s->plan = *plan;
-    s->generation = gen;
-    __atomic_store_n(&s->seq, seq + 2, __ATOMIC_RELEASE);
+    write_slot(slot_of(&k), &k, plan, gen);
+    if (plan->algorithm == MPIOPT_ALG_VENDOR)
+        write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, plan, gen);
+}
+
+int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                       MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+{
+    mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
+    mpiopt_plan_slot *s = slot_of(&k);
+    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+    if (seq & 1)
+        return 0;
+    unsigned gen = s->generation;
+    int hit = gen == __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE) &&
+              mpiopt_plan_same_key(&s->key, &k);
+    mpiopt_call_plan found = s->plan;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (!hit || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
+        return 0;
+    *plan = found;
+    if (found.algorithm == MPIOPT_ALG_VENDOR)
+        write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, &found, gen);
+    return 1;
 }

@@ -1,17 +1,20 @@
-/* The plan cache (plan_cache.c): the lookup is inline so that a call handed to the vendor costs
- * one lookup and one branch in mpiopt_allreduce / mpiopt_reduce themselves. */
+/* The plan cache (plan_cache.c). The test of the hand-off path, "this call repeats the last one
+ * handed to the vendor", is inline here so that handoff.h costs a few compares and one branch. */
 #ifndef MPIOPT_PLAN_CACHE_H
 #define MPIOPT_PLAN_CACHE_H
 
 #include <stdint.h>
-#include <string.h>
 #include "collective_args.h"
 
-#define MPIOPT_PLAN_SLOTS 256
-
-/* A call's arguments, as plain words. */
+/* A call's arguments. */
 typedef struct {
-    uintptr_t comm, datatype, op;   /* handle bits: pointers in Open MPI, integers in MPICH */
+    /* the handles themselves, compared with == as the standard allows: pointers in Open MPI,
+     * ints in MPICH (widened to words, MPICH's took three registers more, and their saving, on
+     * the hand-off path). One word each: two adjacent ints GCC compares as one 8-byte load of
+     * both, stored on the stack first, and the store-forwarding stall costs ~5 ns (see below). */
+    _Alignas(8) MPI_Comm comm;
+    _Alignas(8) MPI_Datatype datatype;
+    _Alignas(8) MPI_Op op;
     /* count (high half) and root (-1 for allreduce) * MPIOPT_ALG_COUNT + requested (low half) in
      * one word, built in registers: two 4-byte fields that GCC compares as one 8-byte load stall
      * on store forwarding, which cost the hand-off ~12 ns a call */
@@ -25,26 +28,16 @@ typedef struct {
     mpiopt_call_plan plan;
 } mpiopt_plan_slot;
 
-/* hidden: addressed directly, not through the GOT, on the hand-off path */
-extern __attribute__((visibility("hidden"))) mpiopt_plan_slot mpiopt_plan_slots[MPIOPT_PLAN_SLOTS];
-/* moves on when a watched handle is freed */
+/* moves on when a watched handle is freed (hidden: addressed directly, not through the GOT, on
+ * the hand-off path) */
 extern __attribute__((visibility("hidden"))) unsigned mpiopt_plan_generation;
-
-static inline uintptr_t mpiopt_handle_bits(const void *handle, size_t size)
-{
-    uintptr_t v = 0;
-    memcpy(&v, handle, size < sizeof v ? size : sizeof v);
-    return v;
-}
 
 static inline mpiopt_plan_key mpiopt_plan_make_key(int is_reduce, mpiopt_algorithm requested,
                                                    MPI_Comm comm, int count, MPI_Datatype datatype,
                                                    MPI_Op op, int root)
 {
     uint32_t root_request = (uint32_t)((is_reduce ? root : -1) * MPIOPT_ALG_COUNT + (int)requested);
-    return (mpiopt_plan_key){mpiopt_handle_bits(&comm, sizeof comm),
-                             mpiopt_handle_bits(&datatype, sizeof datatype),
-                             mpiopt_handle_bits(&op, sizeof op),
+    return (mpiopt_plan_key){comm, datatype, op,
                              (uint64_t)(uint32_t)count << 32 | root_request};
 }
 
@@ -54,51 +47,36 @@ static inline int mpiopt_plan_same_key(const mpiopt_plan_key *a, const mpiopt_pl
            a->count_root_request == b->count_root_request;
 }
 
-static inline mpiopt_plan_slot *mpiopt_plan_slot_of(const mpiopt_plan_key *k)
+/* 1 if slot s holds key k, planned for the vendor, and nothing was freed since it was written. */
+static inline int mpiopt_plan_slot_vendor(mpiopt_plan_slot *s, const mpiopt_plan_key *k)
 {
-    /* shifts and xors only (no multiply on the hand-off path); Open MPI's handles are aligned
-     * pointers, MPICH's carry their kind in the top bits: fold the middle bits down */
-    uint64_t h = (uint64_t)k->comm ^ (uint64_t)k->datatype << 3 ^ (uint64_t)k->op << 6 ^
-                 k->count_root_request << 4 ^ k->count_root_request >> 27;
-    h ^= h >> 8 ^ h >> 16;
-    return &mpiopt_plan_slots[(h >> 4) % MPIOPT_PLAN_SLOTS];
-}
-
-/* 1 and *plan if a call with these arguments was planned before and nothing it depends on was
- * freed since; 0 (take the slow path) otherwise, also while another thread writes the slot. */
-static inline int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm,
-                                     int count, MPI_Datatype datatype, MPI_Op op, int root,
-                                     mpiopt_call_plan *plan)
-{
-    mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
-    mpiopt_plan_slot *s = mpiopt_plan_slot_of(&k);
-    unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-    if (seq & 1)
-        return 0;
-    int hit = s->generation == __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE) &&
-              mpiopt_plan_same_key(&s->key, &k);
-    mpiopt_call_plan found = s->plan;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (!hit || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
-        return 0;
-    *plan = found;
-    return 1;
-}
-
-/* 1 if a call with these arguments was planned before and goes to the vendor: the whole test of
- * the hand-off path, with nothing copied out. */
-static inline int mpiopt_plan_cached_vendor(int is_reduce, mpiopt_algorithm requested,
-                                            MPI_Comm comm, int count, MPI_Datatype datatype,
-                                            MPI_Op op, int root)
-{
-    mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
-    mpiopt_plan_slot *s = mpiopt_plan_slot_of(&k);
     unsigned seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
     int vendor = !(seq & 1) &&
                  s->generation == __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE) &&
-                 mpiopt_plan_same_key(&s->key, &k) && s->plan.algorithm == MPIOPT_ALG_VENDOR;
+                 mpiopt_plan_same_key(&s->key, k) && s->plan.algorithm == MPIOPT_ALG_VENDOR;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return vendor && __atomic_load_n(&s->seq, __ATOMIC_RELAXED) == seq;
 }
+
+/* The last call of each kind (allreduce, reduce) that went to the vendor, at a fixed address:
+ * codes repeat the same small call (a dot product, a time-step minimum), and testing it costs no
+ * hash on the hand-off path. The hash table above serves the calls in between. */
+extern __attribute__((visibility("hidden"))) mpiopt_plan_slot mpiopt_plan_last_vendor[2];
+
+/* 1 if the previous call of this kind had these arguments and went to the vendor: the whole test
+ * of the hand-off path (handoff.h). */
+static inline int mpiopt_plan_repeats_vendor(int is_reduce, mpiopt_algorithm requested,
+                                             MPI_Comm comm, int count, MPI_Datatype datatype,
+                                             MPI_Op op, int root)
+{
+    mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
+    return mpiopt_plan_slot_vendor(&mpiopt_plan_last_vendor[is_reduce], &k);
+}
+
+/* 1 and *plan if a call with these arguments was planned before and nothing it depends on was
+ * freed since; 0 (plan it) otherwise, also while another thread writes its slot. A call planned
+ * for the vendor becomes the last call of its kind (mpiopt_plan_repeats_vendor). */
+int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
+                       MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
 
 #endif

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include "coll.h"
 #include "collective_args.h"
-#include "plan_cache.h"
+#include "handoff.h"
 #include "schedule.h"
 
 /* The vendor's reduce, except that MPI_IN_PLACE at a non-zero root is replaced by a copy of the
@@ -56,10 +56,9 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
     return rc;
 }
 
-/* Everything but the hand-off to the vendor of a call planned before. */
-static __attribute__((noinline)) int reduce_planned(const void *sendbuf, void *recvbuf, int count,
-                                                    MPI_Datatype datatype, MPI_Op op, int root,
-                                                    MPI_Comm comm, mpiopt_algorithm algorithm)
+/* Everything but the hand-off to the vendor (handoff.h) of a call planned before. */
+int mpiopt_reduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(1, algorithm, comm, count, datatype, op, root, &plan)) {
@@ -72,26 +71,8 @@ static __attribute__((noinline)) int reduce_planned(const void *sendbuf, void *r
     return mpiopt_reduce_run(&plan, sendbuf, recvbuf, count, datatype, op, root, comm, NULL);
 }
 
-/* The hand-off path (see allreduce.c). MPI_IN_PLACE at a non-zero root never takes it: MPICH
- * 4.0.2 crashes there, vendor_reduce works around it. */
-static inline int reduce_entry(const void *sendbuf, void *recvbuf, int count,
-                               MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
-                               mpiopt_algorithm algorithm)
-{
-    if ((sendbuf != MPI_IN_PLACE || root == 0) &&
-        mpiopt_plan_cached_vendor(1, algorithm, comm, count, datatype, op, root))
-        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    return reduce_planned(sendbuf, recvbuf, count, datatype, op, root, comm, algorithm);
-}
-
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm)
 {
-    return reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, algorithm);
-}
-
-int mpiopt_reduce_auto(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                       MPI_Op op, int root, MPI_Comm comm)
-{
-    return reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, MPIOPT_ALG_AUTO);
+    return mpiopt_reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, algorithm);
 }

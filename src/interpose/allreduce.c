@@ -1,23 +1,25 @@
 /* MPI_Allreduce for LD_PRELOAD: the C binding and the Fortran bindings of Open MPI and MPICH.
- * Everything goes to mpiopt_allreduce with `auto` (mpiopt_allreduce_auto), which hands what it
- * does not handle (intercommunicators, non-contiguous datatypes, the sizes where the vendor is
- * faster) to PMPI_Allreduce. */
+ * Everything is mpiopt_allreduce with `auto` (coll/handoff.h, inline here so that a call handed
+ * to the vendor jumps straight to PMPI_Allreduce), which hands what it does not handle
+ * (intercommunicators, non-contiguous datatypes, the sizes where the vendor is faster) to
+ * PMPI_Allreduce. */
 #include "mpiopt.h"
 #include "coll/coll.h"
+#include "coll/handoff.h"
 #include "fortran.h"
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    return mpiopt_allreduce_auto(sendbuf, recvbuf, count, datatype, op, comm);
+    return mpiopt_allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, MPIOPT_ALG_AUTO);
 }
 
 static void allreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                         MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = mpiopt_allreduce_auto(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
-                                   (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
-                                   PMPI_Comm_f2c(*comm));
+    int rc = mpiopt_allreduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
+                              (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
+                              PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO);
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }

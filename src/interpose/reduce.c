@@ -1,22 +1,23 @@
 /* MPI_Reduce for LD_PRELOAD: the C binding and the Fortran bindings of Open MPI and MPICH, all
- * through mpiopt_reduce with `auto` (which also keeps MPI_IN_PLACE at a non-zero root away from
- * MPICH 4.0.2's PMPI_Reduce, which crashes on it). */
+ * mpiopt_reduce with `auto` (the C binding inlines its hand-off, coll/handoff.h), which also
+ * keeps MPI_IN_PLACE at a non-zero root away from MPICH 4.0.2's PMPI_Reduce, which crashes on it. */
 #include "mpiopt.h"
 #include "coll/coll.h"
+#include "coll/handoff.h"
 #include "fortran.h"
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    return mpiopt_reduce_auto(sendbuf, recvbuf, count, datatype, op, root, comm);
+    return mpiopt_reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, MPIOPT_ALG_AUTO);
 }
 
 static void reduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                      MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
-    int rc = mpiopt_reduce_auto(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
-                                (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
-                                (int)*root, PMPI_Comm_f2c(*comm));
+    int rc = mpiopt_reduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
+                           (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root,
+                           PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO);
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
