@@ -10,7 +10,9 @@
  * mpiopt_reduce_<name> and mpiopt_cost_<name> (src/coll/coll.h declares them from this list).
  *   X(ID, name, short_label, flags, min_count)
  * flags: MPIOPT_KEEPS_ORDER   reduces in rank order, so it also serves non-commutative ops
- *        MPIOPT_READS_SRC     reads this rank's input where the caller left it (no first copy)
+ *        MPIOPT_READS_SRC     its allreduce reads this rank's input where the caller left it
+ *                             (no first copy)
+ *        MPIOPT_REDUCE_READS_SRC  its reduce does too
  *        MPIOPT_NEEDS_POW2    only for a power-of-two number of processes
  *        MPIOPT_PREDEFINED_OP only for predefined ops (MPI_SUM, …)
  * min_count: the smallest element count it can take (smaller calls go to another algorithm). */
@@ -21,13 +23,15 @@
 #define MPIOPT_READS_SRC 2u
 #define MPIOPT_NEEDS_POW2 4u
 #define MPIOPT_PREDEFINED_OP 8u
+#define MPIOPT_REDUCE_READS_SRC 16u
 
 #define MPIOPT_SELECTOR_LIST(X) \
     X(AUTO, auto, auto)         \
     X(VENDOR, vendor, vendor)
 
 #define MPIOPT_ALGORITHM_LIST(X)                                                              \
-    X(BINOMIAL, binomial, binomial, MPIOPT_KEEPS_ORDER, 0)                                    \
+    X(BINOMIAL, binomial, binomial,                                                           \
+      MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC | MPIOPT_REDUCE_READS_SRC, 0)                       \
     X(RECURSIVE_DOUBLING, recursive_doubling, rec_dbl, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0) \
     X(RING, ring, ring, MPIOPT_READS_SRC, 0)                                                  \
     X(RABENSEIFNER, rabenseifner, rabenseif, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0)        \

@@ -27,14 +27,18 @@ int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int roo
     return rc;
 }
 
-/* Reduces to tree_root (rank order when the op is not commutative: then tree_root is 0). */
+/* Reduces to tree_root (rank order when the op is not commutative: then tree_root is 0). This
+ * rank's contribution is read where the caller left it (c->src, if set, else buf): a leaf sends
+ * it from there, an inner node reduces it with its first child's data straight into buf. That
+ * saves a copy of the whole input on every rank, which at p = 2 was a third of a large reduce. */
 static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_root)
 {
     int p = c->size, vr = (c->rank - tree_root + p) % p, rc = MPI_SUCCESS;
+    const void *mine = c->src ? c->src : buf;
     void *tmp = NULL;
     for (int mask = 1; mask < p; mask <<= 1) {
         if (vr & mask) {
-            rc = mpiopt_send(c, buf, count, (vr - mask + tree_root) % p);
+            rc = mpiopt_send(c, mine, count, (vr - mask + tree_root) % p);
             break;
         }
         if (vr + mask >= p)
@@ -42,8 +46,10 @@ static int reduce_tree(const mpiopt_coll *c, void *buf, size_t count, int tree_r
         if (!tmp && !(tmp = mpiopt_coll_scratch(c, count)))
             return MPI_ERR_NO_MEM;
         rc = mpiopt_recv(c, tmp, count, (vr + mask + tree_root) % p);
-        if (rc == MPI_SUCCESS)
-            rc = mpiopt_coll_reduce_right(c, buf, tmp, count);
+        if (rc == MPI_SUCCESS)    /* buf = mine op child's */
+            rc = mine == buf ? mpiopt_coll_reduce_right(c, buf, tmp, count)
+                             : mpiopt_coll_reduce3(c, mine, tmp, buf, count);
+        mine = buf;
         if (rc != MPI_SUCCESS)
             break;
     }

@@ -164,8 +164,8 @@ int mpiopt_bcast_binomial(const mpiopt_coll *c, void *buf, size_t count, int roo
 /* ---- the algorithms (one file each, one row each in include/mpiopt_algorithms.h) ----
  * allreduce: buf receives the result; the algorithms flagged MPIOPT_READS_SRC read this rank's
  * contribution from c->src when it is set, the others need it in buf (c->src NULL).
- * reduce: buf is scratch of count elements on every rank (this rank's contribution in it); the
- * result lands in the root's buf.
+ * reduce: buf is scratch of count elements on every rank (this rank's contribution in it, or in
+ * c->src for the algorithms flagged MPIOPT_REDUCE_READS_SRC); the result lands in the root's buf.
  * cost: the predicted seconds of one call (cost_model.h), the formula of the file's top comment. */
 #define MPIOPT_DECLARE_ALGORITHM(ID, name, ...)                                             \
     int mpiopt_allreduce_##name(const mpiopt_coll *c, void *buf, size_t count);             \

@@ -76,5 +76,11 @@ double mpiopt_cost_seconds(mpiopt_algorithm algorithm, int is_reduce, int p, dou
     x.fold = x.p2 == p ? 0 : x.fold_in + f.alpha + x.n * f.beta;
     x.latency_rd = x.measured ? params->doubling_latency : 0;
     x.latency_hd = x.measured ? params->halving_doubling_latency : 0;
-    return mpiopt_algorithms[algorithm].cost(&x, is_reduce);
+    double t = mpiopt_algorithms[algorithm].cost(&x, is_reduce);
+    /* a reduce that starts from a copy of its input (reduce.c) pays one more pass over it, as
+     * long as a reduction's: at p = 2 this is what made the ring 2x slower than binomial, which
+     * reads the input where it is, while the formulas alone ranked the ring first from 32 KiB */
+    if (is_reduce && !(mpiopt_algorithms[algorithm].flags & MPIOPT_REDUCE_READS_SRC))
+        t += x.n * params->gamma;
+    return t;
 }

@@ -1,6 +1,6 @@
-/* mpiopt_reduce: argument handling, then the algorithm select.c names. Non-root ranks reduce in a
- * scratch copy of their sendbuf; the root in its recvbuf (a copy of its sendbuf first, unless in
- * place): the reduce algorithms all start in place. */
+/* mpiopt_reduce: argument handling, then the algorithm select.c names. Non-root ranks reduce in
+ * scratch, the root in its recvbuf. The algorithms flagged MPIOPT_REDUCE_READS_SRC read the
+ * sendbuf where it is (c->src); the others start in place, from a copy of it there. */
 #include <stdlib.h>
 #include "coll.h"
 #include "collective_args.h"
@@ -47,10 +47,12 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
     void *buf = recvbuf;
     if (plan->rank != root && !(buf = mpiopt_coll_scratch(&c, (size_t)count)))
         return MPI_ERR_NO_MEM;
+    const mpiopt_algorithm_info *alg = &mpiopt_algorithms[plan->algorithm];
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
-    mpiopt_coll_take_input(&c, buf, (size_t)count);
+    if (plan->p == 1 || !(alg->flags & MPIOPT_REDUCE_READS_SRC))
+        mpiopt_coll_take_input(&c, buf, (size_t)count);
     if (plan->p > 1)
-        rc = mpiopt_algorithms[plan->algorithm].reduce(&c, buf, (size_t)count, root);
+        rc = alg->reduce(&c, buf, (size_t)count, root);
     if (buf != recvbuf)
         mpiopt_scratch_free(buf);
     return rc;
