@@ -22,6 +22,7 @@ from pathlib import Path
 
 from .. import mpi
 from ..errors import UsageError
+from ..files import atomic_output
 
 DEFAULT_STEP_REGEX = r"time_per_step=(\S+)"
 
@@ -225,8 +226,6 @@ def plot(tables: list[tuple[str, list[dict]]], path: str) -> None:
     if len(tables) > 1:
         a.legend(), b.legend()
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=Path(path).parent or ".")
-    os.close(fd)
-    fig.savefig(tmp, dpi=110)
+    with atomic_output(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
-    os.replace(tmp, path)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from ..errors import UsageError
+from ..files import write_atomically
 from ..placement import PlacementError, generate, method_placement, order_placement, read_hosts, read_order
 from ..placement.io_agg import (SELECTIONS, aggregator_table, fix_hints, host_names, rank_names,
                                 romio_aggregators, romio_hints_text, stride_aggregators)
@@ -87,14 +85,6 @@ def _placement(args):
     return method_placement(args.method, np_, args.ppn)
 
 
-def _write_atomically(path: str, text: str) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".io-agg.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, target)
-
-
 def run(args) -> int:
     try:
         if args.ppn < 1:
@@ -116,7 +106,7 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     if args.output:
         try:
-            _write_atomically(args.output, romio_hints_text(hints))
+            write_atomically(args.output, romio_hints_text(hints))
         except OSError as e:
             raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
     if args.json:

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from rich.console import Console
@@ -14,6 +12,7 @@ from rich.table import Table
 from .. import mpi
 from ..benchmarks.scaling import DEFAULT_STEP_REGEX, MODES, plot, studies, study_list, table
 from ..errors import UsageError
+from ..files import write_atomically
 from ..simulation import smpi
 from ..units import parse_ranks
 
@@ -110,18 +109,6 @@ def _show(results: list[dict], args) -> int:
     return 0
 
 
-def _write_atomically(path: str, text: str) -> None:
-    """A reader sees the old file or the whole new one, never half of it."""
-    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=".scaling-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def run_study(args) -> int:
     app = args.app[1:] if args.app[:1] == ["--"] else args.app
     if not app:
@@ -155,7 +142,7 @@ def run_study(args) -> int:
     if args.output:
         # one study: the shape `scaling table` has always read; both: {"studies": [strong, weak]}
         document = results[0] if len(results) == 1 else {"studies": results}
-        _write_atomically(args.output, json.dumps(document, indent=1) + "\n")
+        write_atomically(args.output, json.dumps(document, indent=1) + "\n")
     return _show(results, args)
 
 

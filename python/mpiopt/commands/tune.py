@@ -12,13 +12,12 @@ import argparse
 import itertools
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 from .. import algorithms, mpi
 from ..benchmarks import allreduce as bench
 from ..errors import UsageError
+from ..files import write_atomically
 from ..units import parse_ranks, parse_sizes
 from ..console import console as report_console
 
@@ -139,19 +138,6 @@ def to_json(table: dict) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """The file appears whole or not at all (a tuning file read mid-write would be garbage)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def _output_paths(args, flavours: list[str]) -> dict[str, Path]:
     if args.output is None:
         return {f: Path(args.results) / f"tuning-{f}.json" for f in flavours}
@@ -198,6 +184,7 @@ def run(args) -> int:
 
     # every measurement succeeded: only now write the files
     for flavour, table in tables.items():
+        outputs[flavour].parent.mkdir(parents=True, exist_ok=True)
         write_atomically(outputs[flavour], to_json(table))
     if args.json:
         print(json.dumps({"files": {f: str(p) for f, p in outputs.items()}, "tables": tables}, indent=1))
