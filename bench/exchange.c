@@ -25,6 +25,7 @@
 
 #include <mpi.h>
 #include "mpiopt.h"   /* the pattern names tuning files use */
+#include "fail.h"
 
 #define MAX_LEVELS 30
 
@@ -50,13 +51,7 @@ static void usage(FILE *out)
                 "example: mpirun -np 16 mpiopt-exchange --json\n");
 }
 
-static void fail(const char *msg)
-{
-    if (rank == 0)
-        fprintf(stderr, "mpiopt-exchange: %s\n", msg);
-    MPI_Finalize();
-    exit(1);
-}
+BENCH_DEFINE_FAIL(static, "mpiopt-exchange")
 
 static void parse_options(int argc, char **argv, options *o)
 {
@@ -76,13 +71,13 @@ static void parse_options(int argc, char **argv, options *o)
         case 'i': o->iterations = (int)v; break;
         case 'j': o->json = 1; break;
         case 'h': usage(stdout); MPI_Finalize(); exit(0);
-        default: usage(stderr); fail("bad option");
+        default: usage(stderr); fail(1, "bad option");
         }
         if (bad)
-            fail("option values must be integers");
+            fail(1, "option values must be integers");
     }
     if (o->small < 1 || o->large <= o->small || o->large > (1L << 30) || o->iterations < 1)
-        fail("need 1 <= --small < --large <= 1 GiB and -i >= 1");
+        fail(1, "need 1 <= --small < --large <= 1 GiB and -i >= 1");
 }
 
 /* Processes leave a barrier at different times, and a process that leaves early waits for its
@@ -178,7 +173,7 @@ int main(int argc, char **argv)
     char *sbuf = malloc((size_t)o.large), *rbuf = malloc((size_t)o.large);
     double *times = malloc(sizeof(double) * (size_t)o.iterations);
     if (!sbuf || !rbuf || !times)
-        fail("out of memory");
+        fail(1, "out of memory");
     memset(sbuf, 1, (size_t)o.large);
 
     int levels = 0;
@@ -189,7 +184,7 @@ int main(int argc, char **argv)
     int g = rank >= 2 * surplus ? rank - surplus : (rank % 2 ? rank / 2 : -1);
     pattern *pats = calloc(MAX_LEVELS + 4, sizeof(pattern));
     if (!pats)
-        fail("out of memory");
+        fail(1, "out of memory");
     int n = 0;
     pattern up = {.name = MPIOPT_PATTERN_DOUBLING, .latency_only = 1};
     pattern down = {.name = MPIOPT_PATTERN_HALVING_DOUBLING, .latency_only = 1};

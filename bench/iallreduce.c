@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpiopt.h"
+#include "fail.h"
 #include "shuffle.h"
 
 static int rank, nranks;
@@ -46,20 +47,7 @@ typedef struct {
 
 enum { PURE, OVERLAPPED, COMPUTE_ONLY };  /* what a timed slot runs */
 
-/* Only rank 0 talks; every rank exits with the same status (2: usage, 1: a failed run). */
-__attribute__((format(printf, 2, 3), noreturn)) static void fail(int status, const char *fmt, ...)
-{
-    if (rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("mpiopt-iallreduce: error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputs("\n", stderr);
-        va_end(ap);
-    }
-    MPI_Finalize();
-    exit(status);
-}
+BENCH_DEFINE_FAIL(static, "mpiopt-iallreduce")
 
 static void usage(void)
 {

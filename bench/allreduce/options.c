@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 #include "allreduce_bench.h"
+#include "../fail.h"
 #include "coll/coll.h"   /* the algorithm registry */
 
 int rank, nranks;
@@ -45,19 +46,7 @@ static const op_info OPS[] = {
 #define COUNT_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 
-void fail(int status, const char *fmt, ...)
-{
-    if (rank == 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("mpiopt-allreduce: error: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputs("\n", stderr);
-        va_end(ap);
-    }
-    MPI_Finalize();
-    exit(status);
-}
+BENCH_DEFINE_FAIL(, "mpiopt-allreduce")
 
 static void usage(FILE *out)
 {
