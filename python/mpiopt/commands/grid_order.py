@@ -6,6 +6,7 @@ import json
 
 from ..errors import UsageError
 from ..placement import GridOrderOptions, PlacementError, format_order, generate, parse_int_list
+from .grid_arguments import add_curve_arguments, add_numbering_arguments
 
 EXAMPLE = """examples:
   mpiopt grid-order -C -c 2,8 -g 32,32 > MPICH_RANK_ORDER
@@ -25,18 +26,8 @@ def register(sub) -> None:
         "grid_order) listing the ranks of each cell of a Cartesian grid together, so that a "
         "node holds a compact block of the grid instead of a strip.",
         epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    num = p.add_mutually_exclusive_group()
-    num.add_argument("-C", dest="numbering", action="store_const", const="C",
-                     help="ranks numbered with the first dimension varying fastest (default)")
-    num.add_argument("-R", dest="numbering", action="store_const", const="R",
-                     help="ranks numbered with the last dimension varying fastest")
-    curve = p.add_mutually_exclusive_group()
-    curve.add_argument("-Z", dest="curve", action="store_const", const="Z",
-                       help="cells listed row after row, each row in the same order (default)")
-    curve.add_argument("-P", dest="curve", action="store_const", const="P",
-                       help="serpentine: successive rows of cells in alternating order")
-    curve.add_argument("-H", dest="curve", action="store_const", const="H",
-                       help="cells along a Hilbert curve (-c optional: one rank per cell)")
+    add_numbering_arguments(p)
+    add_curve_arguments(p)
     p.add_argument("-g", dest="grid", required=True, metavar="N1,N2,…", help="grid dimensions")
     p.add_argument("-c", dest="cell", metavar="n1,n2,…",
                    help="cell dimensions: one node's block of the grid")

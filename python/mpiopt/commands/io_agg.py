@@ -14,6 +14,7 @@ from ..files import write_atomically
 from ..placement import PlacementError, generate, method_placement, order_placement, read_hosts, read_order
 from ..placement.io_agg import (SELECTIONS, aggregator_table, fix_hints, host_names, rank_names,
                                 romio_aggregators, romio_hints_text, stride_aggregators)
+from .grid_arguments import add_curve_arguments, add_numbering_arguments
 from .grid_order import options_from_args
 
 EXAMPLE = """examples:
@@ -49,12 +50,8 @@ def register(sub) -> None:
     where.add_argument("-g", dest="grid", metavar="N1,N2,…",
                        help="grid_order grid (method 3 from grid_order options -c/-C/-R/-Z/-P/-H)")
     p.add_argument("-c", dest="cell", metavar="n1,n2,…", help="grid_order cell (with -g)")
-    num = p.add_mutually_exclusive_group()
-    num.add_argument("-C", dest="numbering", action="store_const", const="C")
-    num.add_argument("-R", dest="numbering", action="store_const", const="R")
-    curve = p.add_mutually_exclusive_group()
-    for flag in "ZPH":
-        curve.add_argument(f"-{flag}", dest="curve", action="store_const", const=flag)
+    add_numbering_arguments(p)
+    add_curve_arguments(p)
     p.add_argument("--nodes", type=int, metavar="N", help="number of nodes (with --method)")
     p.add_argument("--np", type=int, help="number of ranks (with --method; default nodes*ppn)")
     p.add_argument("--hosts", metavar="H1,H2,…|HOSTFILE",
