@@ -35,6 +35,8 @@
     X(RECURSIVE_DOUBLING, recursive_doubling, rec_dbl, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0) \
     X(RING, ring, ring, MPIOPT_READS_SRC, 0)                                                  \
     X(RABENSEIFNER, rabenseifner, rabenseif, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0)        \
-    X(BINARY_BLOCKS, binary_blocks, bin_blocks, 0, 0)
+    X(BINARY_BLOCKS, binary_blocks, bin_blocks, 0, 0)                                         \
+    X(SHARED_MEMORY, shared_memory, shm,                                                      \
+      MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC | MPIOPT_REDUCE_READS_SRC, 0)
 
 #endif

@@ -73,8 +73,10 @@ class CostModel:
 
     @property
     def algorithms(self) -> list[str]:
-        """mpiopt's own algorithms (not `auto`, which picks among them, nor the vendor's)."""
-        return [n for n in self.ids if n not in ("auto", "vendor")]
+        """mpiopt's own algorithms that the model prices (not `auto`, which picks among them, nor
+        the vendor's, nor `shared_memory`, which works only within one node and is measured)."""
+        return [n for n in self.ids if n not in ("auto", "vendor") and
+                any(self.seconds(n, p, 8, 1e-6, 2.5e-10, 1e-10) is not None for p in (3, 4))]
 
     def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
                 gamma: float, reduce: bool = False, exchange: dict | None = None) -> float | None:

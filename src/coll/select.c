@@ -22,9 +22,9 @@
 #define TB 1099511627776.0
 
 /* Measured on the development machine (2 cores, shared memory; medians of
- * `mpiopt bench allreduce --iterations-large 40`, see docs/collectives.md). Open MPI's
- * shared-memory collectives win the smallest sizes; recursive doubling wins the middle (fewer
- * rounds); from 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input
+ * `mpiopt bench allreduce --iterations-large 40`, see docs/collectives.md). Up to 8 KiB
+ * mpiopt's own shared-memory algorithm wins (below; before it, Open MPI's shared-memory
+ * collectives won the smallest sizes); recursive doubling wins the middle (fewer rounds); from 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input
  * where it is instead of copying it first as the vendors do. Rabenseifner, not the ring: at
  * p = 4 (two ranks a core) the ring's 6 rounds won some runs and lost others by up to 1.5x to
  * the scheduler, Rabenseifner's 4 beat the vendor in every run. A change of choice between two
@@ -33,25 +33,32 @@
  * away whole scheduler time slices (milliseconds a call), so there the rows only rank mpiopt's
  * algorithms, which yield the core while they wait (p2p.c). */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
-    {{2, 11585, MPIOPT_ALG_VENDOR}, {2, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
+    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {2, TB, MPIOPT_ALG_RABENSEIFNER},
-     {4, 5793, MPIOPT_ALG_VENDOR}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, TB, MPIOPT_ALG_VENDOR}, {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, 362, MPIOPT_ALG_VENDOR}, {2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, TB, MPIOPT_ALG_VENDOR},
+     {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_openmpi[2] = {6, 2};
+static const int default_nrows_openmpi[2] = {6, 6};
 /* MPICH reduce, p = 2 (two runs of `mpiopt-allreduce --reduce -a vendor,binomial,rabenseifner
  * -m 8:4194304`, after the scratch pool): binomial (one message, one reduction at the root) beats
- * MPICH's own reduce by 1.1x up to 1 KiB, 1.3-1.7x at 2-8 KiB, 1.4-1.5x at 32-64 KiB and 2.0-3.8x
+ * MPICH's own reduce by 1.1x up to 1 KiB, 1.3-1.7x at 2-8 KiB and 1.4-1.5x at 32-64 KiB and 2.0-3.8x
  * from 128 KiB up, where MPICH's reduce pays page faults on every call; only at 16 KiB is the
- * vendor faster (binomial 0.75-0.82x). */
+ * vendor faster (binomial 0.75-0.82x).
+ * Shared memory (up to its 8 KiB slots), both MPIs, p = 2 and 4: `mpiopt-allreduce [--reduce] -a
+ * vendor,recursive_doubling,binomial,shared_memory -m 8:16384`: allreduce 1.25-2.9x the vendor
+ * at every size, and ahead of recursive doubling; Open MPI's reduce, which returns on the other
+ * ranks as soon as they have sent, stays ahead up to 256 B (p = 2) and 128 B (p = 4). */
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
-    {{2, 8192, MPIOPT_ALG_RECURSIVE_DOUBLING}, {2, TB, MPIOPT_ALG_RABENSEIFNER},
-     {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING}, {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, 11585, MPIOPT_ALG_BINOMIAL}, {2, 23170, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_BINOMIAL},
-     {4, TB, MPIOPT_ALG_VENDOR}},
+    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, TB, MPIOPT_ALG_RABENSEIFNER},
+     {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {4, TB, MPIOPT_ALG_RABENSEIFNER}},
+    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, 11585, MPIOPT_ALG_BINOMIAL},
+     {2, 23170, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_BINOMIAL},
+     {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_mpich[2] = {4, 4};
+static const int default_nrows_mpich[2] = {5, 6};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {.alpha = 1.0e-6, .beta = 2.5e-10,
                                                  .gamma = 1.0e-10};
@@ -154,29 +161,38 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
                                    int vendor_ok)
 {
     const mpiopt_tuning_row *rows = tuning.rows[is_reduce];
+    int matched = 0;
     for (int i = 0; i < tuning.nrows[is_reduce]; i++) {
-        if (rows[i].ranks != p || (double)bytes > rows[i].max_bytes)
+        if (rows[i].ranks != p || (!matched && (double)bytes > rows[i].max_bytes))
             continue;
+        /* the row for this size; if its choice cannot take the call (the vendor where it is
+         * wrong, an order-breaking algorithm for a non-commutative op), the next row's, measured
+         * at the sizes just above (Open MPI's reduce of MPI_CHAR: the vendor's row up to 362 B,
+         * then shared memory) */
+        matched = 1;
         mpiopt_algorithm a = rows[i].algorithm;
-        if (mpiopt_algorithm_fits(a, p, commutative) &&
-            (vendor_ok || a != MPIOPT_ALG_VENDOR))
+        if (mpiopt_algorithm_fits(a, p, commutative) && a != MPIOPT_ALG_VENDOR)
             return a;
-        return cheapest(is_reduce, p, bytes, commutative);
+        if (a == MPIOPT_ALG_VENDOR && vendor_ok)
+            return a;
     }
+    if (matched)
+        return cheapest(is_reduce, p, bytes, commutative);
     if (vendor_ok && (double)bytes < vendor_below)
         return MPIOPT_ALG_VENDOR;
     return cheapest(is_reduce, p, bytes, commutative);
 }
 
-/* Decisions cached in one 64-bit word each: bytes (36 bits), vendor_ok, p (22), commutative,
- * is_reduce, algorithm (3) + 1 so that 0 means empty. Racing threads at worst recompute. */
+/* Decisions cached in one 64-bit word each: bytes (35 bits), vendor_ok, p (22), commutative,
+ * is_reduce, algorithm (4) + 1 so that 0 means empty. Racing threads at worst recompute. */
+_Static_assert(MPIOPT_ALG_COUNT < 16, "the decision cache keeps an algorithm in 4 bits");
 #define CACHE_SIZE 1024
 static uint64_t cache[CACHE_SIZE];
 
 static uint64_t cache_key(int is_reduce, int p, size_t bytes, int commutative, int vendor_ok)
 {
-    return ((uint64_t)bytes << 28) | ((uint64_t)(vendor_ok != 0) << 27) | ((uint64_t)p << 5) |
-           ((uint64_t)commutative << 4) | ((uint64_t)is_reduce << 3);
+    return ((uint64_t)bytes << 29) | ((uint64_t)(vendor_ok != 0) << 28) | ((uint64_t)p << 6) |
+           ((uint64_t)commutative << 5) | ((uint64_t)is_reduce << 4);
 }
 
 static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int rank)
@@ -218,12 +234,12 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
     if (a != MPIOPT_ALG_AUTO) {
         if (!mpiopt_algorithm_fits(a, p, commutative))
             a = cheapest(is_reduce, p, bytes, commutative);
-    } else if (bytes < ((uint64_t)1 << 36) && p < (1 << 22)) {
+    } else if (bytes < ((uint64_t)1 << 35) && p < (1 << 22)) {
         uint64_t key = cache_key(is_reduce, p, bytes, commutative, vendor_ok);
         uint64_t *slot = &cache[(key ^ (key >> 28) ^ (key >> 11)) % CACHE_SIZE];
         uint64_t hit = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if (hit && (hit & ~(uint64_t)7) == key) {
-            a = (mpiopt_algorithm)((hit & 7) - 1);
+        if (hit && (hit & ~(uint64_t)15) == key) {
+            a = (mpiopt_algorithm)((hit & 15) - 1);
         } else {
             a = from_table(is_reduce, p, bytes, commutative, vendor_ok);
             __atomic_store_n(slot, key | (uint64_t)(a + 1), __ATOMIC_RELAXED);
