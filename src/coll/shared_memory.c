@@ -3,8 +3,9 @@
  * of a window the communicator's ranks share (MPI_Win_allocate_shared, made at the first call and
  * kept with the private communicator), publishes the call's sequence number, waits until every
  * rank has published it, and then reduces the p inputs itself, the same operands in the same
- * order on every rank (so every rank holds the same bits, and a non-commutative op sees rank
- * order). No message, no matching: one cache line written and p read per rank.
+ * order on every rank: recursive doubling's (so every rank holds the same bits, those of
+ * recursive doubling, and a non-commutative op sees rank order). No message, no matching: one
+ * copy in and p cache lines read per rank.
  *
  *   one copy of n bytes in, p cache lines read, p*n*gamma (every rank reduces all p inputs)
  *
@@ -12,8 +13,8 @@
  * only after every rank has published call k-1, which each does after it has read call k-2's.
  * A reduce is the same with only the root waiting and reducing: the others publish and return.
  *
- * Another algorithm takes the call instead (recursive doubling for allreduce, binomial for reduce:
- * the same decision on every rank, from facts all ranks share) when the message is larger than a
+ * Recursive doubling takes the call instead (the same decision on every rank, from facts all
+ * ranks share; the same bits, see reduce_as_recursive_doubling) when the message is larger than a
  * slot, when the ranks do not share one node, when a nonblocking call records the algorithm (a
  * schedule is made of messages), and under SimGrid, whose ranks share one address space and are
  * scheduled cooperatively. */
@@ -174,6 +175,43 @@ static void wait_published(const slot *s, uint64_t call)
 
 #endif
 
+#ifndef SMPI_SAMPLE_FLOPS
+/* The p inputs of this call reduced into buf with the bracketing and operand order of recursive
+ * doubling (recursive_doubling.c, halving_doubling.c's fold): the first 2(p - p2) ranks in pairs,
+ * then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the bits of
+ * recursive doubling, the algorithm a nonblocking call records in this one's place, and a
+ * program made nonblocking by `mpiopt transform` computes what it computed before. */
+static int reduce_as_recursive_doubling(const mpiopt_coll *c, node_window *w, int half,
+                                        void *buf, size_t count)
+{
+    int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
+    size_t bytes = count * c->extent;
+    if (c->size == 2)
+        return mpiopt_coll_reduce3(c, w->all[0]->data[half], w->all[1]->data[half], buf, count);
+    char *scratch = mpiopt_coll_scratch(c, (size_t)p2 * count);
+    char **value = malloc(sizeof *value * (size_t)p2);
+    int rc = scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
+        value[g] = scratch + (size_t)g * bytes;
+        if (g < surplus)
+            rc = mpiopt_coll_reduce3(c, w->all[2 * g]->data[half], w->all[2 * g + 1]->data[half],
+                                     value[g], count);
+        else
+            memcpy(value[g], w->all[g + surplus]->data[half], bytes);
+    }
+    for (int step = 1; rc == MPI_SUCCESS && step < p2; step *= 2)
+        for (int g = 0; rc == MPI_SUCCESS && g < p2; g += 2 * step) {
+            rc = mpiopt_coll_reduce_left(c, value[g], value[g + step], count);  /* lower op higher */
+            value[g] = value[g + step];
+        }
+    if (rc == MPI_SUCCESS)
+        memcpy(buf, value[0], bytes);
+    free(value);
+    mpiopt_scratch_free(scratch);
+    return rc;
+}
+#endif
+
 /* The shared part of both operations; result: reduce into buf here (1) or not (0). */
 static int exchange(const mpiopt_coll *c, void *buf, size_t count, int result, int *done)
 {
@@ -202,11 +240,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int result, i
         return MPI_SUCCESS;     /* a reduce's other ranks: the root reads their input */
     for (int r = 0; r < c->size; r++)
         wait_published(w->all[r], call);
-    /* x0 op (x1 op (… op x(p-1))): reduce_left reads the slots and writes only buf */
-    memcpy(buf, w->all[c->size - 1]->data[half], bytes);
-    for (int r = c->size - 2; rc == MPI_SUCCESS && r >= 0; r--)
-        rc = mpiopt_coll_reduce_left(c, w->all[r]->data[half], buf, count);
-    return rc;
+    return reduce_as_recursive_doubling(c, w, half, buf, count);
 #endif
 }
 
@@ -223,7 +257,7 @@ int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, i
     int done, rc = exchange(c, buf, count, c->rank == root, &done);
     if (rc != MPI_SUCCESS || done)
         return rc;
-    return mpiopt_reduce_binomial(c, buf, count, root);
+    return mpiopt_reduce_recursive_doubling(c, buf, count, root);   /* reads c->src too */
 }
 
 double mpiopt_cost_shared_memory(const mpiopt_cost_call *x, int is_reduce)

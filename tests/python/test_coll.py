@@ -8,6 +8,7 @@ affordable once mpiopt's own waits yield the core (src/coll/p2p.c).
 """
 import json
 import os
+import re
 import subprocess
 import tempfile
 
@@ -194,3 +195,30 @@ def test_auto_leaves_a_polling_vendor_alone_when_yielding():
         chosen[yield_] = [line.rsplit(": ", 1)[1] for line in verbose_lines(r.stderr)]
     assert "vendor" in chosen["0"], chosen
     assert chosen["1"] and "vendor" not in chosen["1"], chosen
+
+
+# ---- shared_memory has recursive doubling's bits (tests/c/same_bits.c) ----
+# A nonblocking call records recursive doubling where the blocking call runs shared_memory: both
+# must give the same bits, or a program made nonblocking would compute something else.
+
+def run_same_bits(flavour, p, a, b):
+    r = mpi.run(flavour, p, [mpi.binary(flavour, "test-same_bits"), a, b], timeout=120)
+    m = re.search(r"^same_bits: (\d+) checks, (\d+) differ$", r.stdout, re.M)
+    assert r.returncode == 0 and m, r.stdout[-2000:] + r.stderr[-2000:]
+    return int(m.group(1)), int(m.group(2))
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("p", [2, 3, 5, 7])
+def test_shared_memory_has_the_bits_of_recursive_doubling(flavour, p):
+    require_build(flavour)
+    checks, differ = run_same_bits(flavour, p, "shared_memory", "recursive_doubling")
+    assert checks == 8 and differ == 0
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_same_bits_check_sees_another_bracketing(flavour):
+    """binomial brackets five ranks differently: the same check reports it."""
+    require_build(flavour)
+    checks, differ = run_same_bits(flavour, 5, "shared_memory", "binomial")
+    assert checks == 8 and differ > 0
