@@ -24,8 +24,9 @@
 /* Measured on the development machine (2 cores, shared memory; medians of
  * `mpiopt bench allreduce --iterations-large 40`, see docs/collectives.md). Up to 8 KiB
  * mpiopt's own shared-memory algorithm wins (below; before it, Open MPI's shared-memory
- * collectives won the smallest sizes); recursive doubling wins the middle (fewer rounds); from 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input
- * where it is instead of copying it first as the vendors do. Rabenseifner, not the ring: at
+ * collectives won the smallest sizes); recursive doubling wins the middle (fewer rounds); from
+ * 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input where it is
+ * instead of copying it first as the vendors do. Rabenseifner, not the ring: at
  * p = 4 (two ranks a core) the ring's 6 rounds won some runs and lost others by up to 1.5x to
  * the scheduler, Rabenseifner's 4 beat the vendor in every run. A change of choice between two
  * measured sizes is put at their geometric mean, as `mpiopt tune` does. MPICH (ch4:ucx) loses
@@ -43,7 +44,7 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
 static const int default_nrows_openmpi[2] = {6, 6};
 /* MPICH reduce, p = 2 (two runs of `mpiopt-allreduce --reduce -a vendor,binomial,rabenseifner
  * -m 8:4194304`, after the scratch pool): binomial (one message, one reduction at the root) beats
- * MPICH's own reduce by 1.1x up to 1 KiB, 1.3-1.7x at 2-8 KiB and 1.4-1.5x at 32-64 KiB and 2.0-3.8x
+ * MPICH's own reduce by 1.1x up to 1 KiB, 1.3-1.7x at 2-8 KiB, 1.4-1.5x at 32-64 KiB and 2.0-3.8x
  * from 128 KiB up, where MPICH's reduce pays page faults on every call; only at 16 KiB is the
  * vendor faster (binomial 0.75-0.82x).
  * Shared memory (up to its 8 KiB slots), both MPIs, p = 2 and 4: `mpiopt-allreduce [--reduce] -a
@@ -184,15 +185,18 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
 }
 
 /* Decisions cached in one 64-bit word each: bytes (35 bits), vendor_ok, p (22), commutative,
- * is_reduce, algorithm (4) + 1 so that 0 means empty. Racing threads at worst recompute. */
-_Static_assert(MPIOPT_ALG_COUNT < 16, "the decision cache keeps an algorithm in 4 bits");
+ * is_reduce, algorithm + 1 (ALG_BITS) so that 0 means empty. Racing threads at worst recompute. */
+#define ALG_BITS 4
+#define ALG_MASK ((uint64_t)(1u << ALG_BITS) - 1)
+_Static_assert(MPIOPT_ALG_COUNT < (1 << ALG_BITS), "the decision cache's algorithm field is full");
 #define CACHE_SIZE 1024
 static uint64_t cache[CACHE_SIZE];
 
 static uint64_t cache_key(int is_reduce, int p, size_t bytes, int commutative, int vendor_ok)
 {
-    return ((uint64_t)bytes << 29) | ((uint64_t)(vendor_ok != 0) << 28) | ((uint64_t)p << 6) |
-           ((uint64_t)commutative << 5) | ((uint64_t)is_reduce << 4);
+    return ((uint64_t)bytes << (ALG_BITS + 25)) | ((uint64_t)(vendor_ok != 0) << (ALG_BITS + 24)) |
+           ((uint64_t)p << (ALG_BITS + 2)) | ((uint64_t)commutative << (ALG_BITS + 1)) |
+           ((uint64_t)is_reduce << ALG_BITS);
 }
 
 static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int rank)
@@ -234,12 +238,12 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
     if (a != MPIOPT_ALG_AUTO) {
         if (!mpiopt_algorithm_fits(a, p, commutative))
             a = cheapest(is_reduce, p, bytes, commutative);
-    } else if (bytes < ((uint64_t)1 << 35) && p < (1 << 22)) {
+    } else if (bytes < ((uint64_t)1 << (39 - ALG_BITS)) && p < (1 << 22)) {
         uint64_t key = cache_key(is_reduce, p, bytes, commutative, vendor_ok);
         uint64_t *slot = &cache[(key ^ (key >> 28) ^ (key >> 11)) % CACHE_SIZE];
         uint64_t hit = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        if (hit && (hit & ~(uint64_t)15) == key) {
-            a = (mpiopt_algorithm)((hit & 15) - 1);
+        if (hit && (hit & ~ALG_MASK) == key) {
+            a = (mpiopt_algorithm)((hit & ALG_MASK) - 1);
         } else {
             a = from_table(is_reduce, p, bytes, commutative, vendor_ok);
             __atomic_store_n(slot, key | (uint64_t)(a + 1), __ATOMIC_RELAXED);

@@ -53,6 +53,8 @@ typedef struct node_window {
 static node_window *oldest, *newest;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static int window_keyval = MPI_KEYVAL_INVALID, finalize_keyval = MPI_KEYVAL_INVALID;
+static int keyvals_rc;
+static pthread_once_t keyvals_once = PTHREAD_ONCE_INIT;
 
 static void unlink_window(node_window *w)
 {
@@ -98,23 +100,25 @@ static void keep(node_window *w)
     pthread_mutex_unlock(&live_lock);
 }
 
+static void create_keyvals(void)
+{
+    keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_window, &window_keyval, NULL);
+    if (keyvals_rc == MPI_SUCCESS)
+        keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize,
+                                             &finalize_keyval, NULL);
+    if (keyvals_rc == MPI_SUCCESS)
+        keyvals_rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
+}
+
 /* The window of c's private communicator, made by the first call on it (collective: every rank
- * makes this call). */
+ * makes this call). Every call passes here: one attribute lookup, no lock. */
 static int window_of(const mpiopt_coll *c, node_window **out)
 {
     int found = 0, rc;
     node_window *w = NULL;
-    pthread_mutex_lock(&live_lock);
-    rc = MPI_SUCCESS;
-    if (window_keyval == MPI_KEYVAL_INVALID)
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_window, &window_keyval, NULL);
-    if (rc == MPI_SUCCESS && finalize_keyval == MPI_KEYVAL_INVALID &&
-        (rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize,
-                                      &finalize_keyval, NULL)) == MPI_SUCCESS)
-        rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
-    pthread_mutex_unlock(&live_lock);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    pthread_once(&keyvals_once, create_keyvals);
+    if (keyvals_rc != MPI_SUCCESS)
+        return keyvals_rc;
     if ((rc = PMPI_Comm_get_attr(c->comm, window_keyval, &w, &found)) != MPI_SUCCESS)
         return rc;
     if (found) {
