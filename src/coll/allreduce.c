@@ -13,12 +13,12 @@ int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void
 {
     if (count == 0)
         return MPI_SUCCESS;
-    mpiopt_coll c;
-    int rc = mpiopt_coll_init(&c, comm, datatype, op);
-    if (rc == MPI_SUCCESS && record)
-        rc = mpiopt_schedule_attach(record, &c, comm);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    mpiopt_coll c = plan->coll;
+    if (record) {
+        int rc = mpiopt_schedule_attach(record, &c, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
     const mpiopt_algorithm_info *alg = &mpiopt_algorithms[plan->algorithm];
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
     if (plan->p == 1 || !(alg->flags & MPIOPT_READS_SRC))

@@ -15,6 +15,7 @@
 #include "cost_model.h"
 
 typedef struct mpiopt_schedule mpiopt_schedule;   /* schedule.h */
+typedef struct mpiopt_node_window mpiopt_node_window;   /* shared_memory.c */
 
 /* One collective call as the algorithms see it. */
 typedef struct {
@@ -32,6 +33,10 @@ typedef struct {
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
     int tag;                /* of every message: MPIOPT_TAG, or a schedule's own (nonblocking.c) */
+    /* Where shared_memory.c keeps the window it made for this communicator (a field of the
+     * user communicator's mpiopt attribute, so found with the rest of it); NULL for a
+     * communicator of one. */
+    mpiopt_node_window **node_window;
     /* Not NULL while a nonblocking or persistent call records the algorithm (schedule.h): the
      * point-to-point calls, reductions and copies below append to it instead of acting. */
     mpiopt_schedule *record;
@@ -47,8 +52,6 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm);
  * into buf and sets c->src to NULL. */
 void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
-/* The private duplicate of a user communicator, created on first use and freed with it. */
-int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm);
 /* The tag of the next schedule recorded on a user communicator (MPIOPT_SCHEDULE_TAG_FIRST + a
  * count that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are
  * in flight together never match each other's receives. */

@@ -44,9 +44,17 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
         return MPI_ERR_ARG;
     plan->algorithm = MPIOPT_ALG_VENDOR;
-    if (requested != MPIOPT_ALG_VENDOR &&
-        plan_uncached(is_reduce, requested, comm, count, datatype, op, root, plan))
-        mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
+    if (requested == MPIOPT_ALG_VENDOR ||
+        !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, plan))
+        return MPI_SUCCESS;
+    if (plan->algorithm != MPIOPT_ALG_VENDOR) {
+        /* every rank plans the same call alike, so all of them get here together (the first
+         * call on a communicator duplicates it) */
+        int rc = mpiopt_coll_init(&plan->coll, comm, datatype, op);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
     return MPI_SUCCESS;
 }
 

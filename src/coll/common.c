@@ -18,6 +18,7 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 typedef struct {
     MPI_Comm dup;
     unsigned schedules;
+    mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with dup */
 } private_comm;
 
 static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -60,13 +61,25 @@ static int private_of(MPI_Comm user_comm, private_comm **out)
     return MPI_SUCCESS;
 }
 
-int mpiopt_private_comm(MPI_Comm user_comm, MPI_Comm *private_comm_out)
+int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
 {
-    private_comm *pc;
-    int rc = private_of(user_comm, &pc);
-    if (rc == MPI_SUCCESS)
-        *private_comm_out = pc->dup;
-    return rc;
+    memset(c, 0, sizeof *c);
+    int rc = PMPI_Comm_size(user_comm, &c->size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    c->comm = user_comm;
+    if (c->size > 1) {
+        private_comm *pc;
+        if ((rc = private_of(user_comm, &pc)) != MPI_SUCCESS)
+            return rc;
+        c->comm = pc->dup;
+        c->node_window = &pc->node_window;
+    }
+    PMPI_Comm_rank(c->comm, &c->rank);
+    c->datatype = MPI_BYTE;
+    c->extent = 1;
+    c->tag = MPIOPT_TAG;
+    return MPI_SUCCESS;
 }
 
 int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag)
@@ -76,22 +89,6 @@ int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag)
     if (rc == MPI_SUCCESS)
         *tag = MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
     return rc;
-}
-
-int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
-{
-    memset(c, 0, sizeof *c);
-    int rc = PMPI_Comm_size(user_comm, &c->size);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    c->comm = user_comm;
-    if (c->size > 1 && (rc = mpiopt_private_comm(user_comm, &c->comm)) != MPI_SUCCESS)
-        return rc;
-    PMPI_Comm_rank(c->comm, &c->rank);
-    c->datatype = MPI_BYTE;
-    c->extent = 1;
-    c->tag = MPIOPT_TAG;
-    return MPI_SUCCESS;
 }
 
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)

@@ -38,12 +38,12 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
 {
     if (count == 0)
         return MPI_SUCCESS;
-    mpiopt_coll c;
-    int rc = mpiopt_coll_init(&c, comm, datatype, op);
-    if (rc == MPI_SUCCESS && record)
-        rc = mpiopt_schedule_attach(record, &c, comm);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    mpiopt_coll c = plan->coll;
+    if (record) {
+        int rc = mpiopt_schedule_attach(record, &c, comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
     void *buf = recvbuf;
     if (plan->rank != root && !(buf = mpiopt_coll_scratch(&c, (size_t)count)))
         return MPI_ERR_NO_MEM;
@@ -51,8 +51,7 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
     if (plan->p == 1 || !(alg->flags & MPIOPT_REDUCE_READS_SRC))
         mpiopt_coll_take_input(&c, buf, (size_t)count);
-    if (plan->p > 1)
-        rc = alg->reduce(&c, buf, (size_t)count, root);
+    int rc = plan->p > 1 ? alg->reduce(&c, buf, (size_t)count, root) : MPI_SUCCESS;
     if (buf != recvbuf)
         mpiopt_scratch_free(buf);
     return rc;

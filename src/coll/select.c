@@ -22,44 +22,40 @@
 #define TB 1099511627776.0
 
 /* Measured on the development machine (2 cores, shared memory; medians of
- * `mpiopt bench allreduce --iterations-large 40`, see docs/collectives.md). Up to 8 KiB
- * mpiopt's own shared-memory algorithm wins (below; before it, Open MPI's shared-memory
- * collectives won the smallest sizes); recursive doubling wins the middle (fewer rounds); from
- * 128 KiB the bandwidth-optimal algorithms win, as they read the caller's input where it is
- * instead of copying it first as the vendors do. Rabenseifner, not the ring: at
- * p = 4 (two ranks a core) the ring's 6 rounds won some runs and lost others by up to 1.5x to
- * the scheduler, Rabenseifner's 4 beat the vendor in every run. A change of choice between two
- * measured sizes is put at their geometric mean, as `mpiopt tune` does. MPICH (ch4:ucx) loses
- * to recursive doubling at small sizes and to Rabenseifner at large ones; at p = 4 (oversubscribed) its own collectives poll
- * away whole scheduler time slices (milliseconds a call), so there the rows only rank mpiopt's
- * algorithms, which yield the core while they wait (p2p.c). */
+ * `mpiopt bench allreduce`, see docs/collectives.md). A change of choice between two measured
+ * sizes is put at their geometric mean, as `mpiopt tune` does.
+ *
+ * p = 2, both MPIs (`mpiopt bench allreduce -np 2 --sizes 4:4M -a vendor,shared_memory,
+ * rabenseifner,binomial,recursive_doubling [--reduce]`): mpiopt's shared-memory algorithm wins
+ * every reduce (0.6-0.8 us against 0.8-0.9 us for Open MPI's at 4-256 B; 1.2-1.7x Open MPI's
+ * and 2.4-9.3x MPICH's at 8 KiB-4 MiB, in pieces through its window) and the allreduce up to 64 KiB and from
+ * 2 MiB; Rabenseifner, which reduces half the data on each rank, wins the allreduce in between.
+ *
+ * p = 4 (two ranks a core, oversubscribed): shared memory to 8 KiB (above, every rank reducing
+ * everything while another waits for its core loses 1.5-3x), recursive doubling in the middle,
+ * Rabenseifner above (the ring's 6 rounds won some runs and lost others by up to 1.5x to the
+ * scheduler). Open MPI's reduce, which returns on the other ranks as soon as they have sent,
+ * stays ahead up to 128 B; MPICH's own collectives poll away whole scheduler time slices
+ * (milliseconds a call), so there the rows only rank mpiopt's algorithms, which yield the core
+ * while they wait (p2p.c). */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
-    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
-     {2, TB, MPIOPT_ALG_RABENSEIFNER},
+    {{2, 92681, MPIOPT_ALG_SHARED_MEMORY}, {2, 1482910, MPIOPT_ALG_RABENSEIFNER},
+     {2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, 362, MPIOPT_ALG_VENDOR}, {2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, TB, MPIOPT_ALG_VENDOR},
+    {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_openmpi[2] = {6, 6};
-/* MPICH reduce, p = 2 (two runs of `mpiopt-allreduce --reduce -a vendor,binomial,rabenseifner
- * -m 8:4194304`, after the scratch pool): binomial (one message, one reduction at the root) beats
- * MPICH's own reduce by 1.1x up to 1 KiB, 1.3-1.7x at 2-8 KiB, 1.4-1.5x at 32-64 KiB and 2.0-3.8x
- * from 128 KiB up, where MPICH's reduce pays page faults on every call; only at 16 KiB is the
- * vendor faster (binomial 0.75-0.82x).
- * Shared memory (up to its 8 KiB slots), both MPIs, p = 2 and 4: `mpiopt-allreduce [--reduce] -a
- * vendor,recursive_doubling,binomial,shared_memory -m 8:16384`: allreduce 1.25-2.9x the vendor
- * at every size, and ahead of recursive doubling; Open MPI's reduce, which returns on the other
- * ranks as soon as they have sent, stays ahead up to 256 B (p = 2) and 128 B (p = 4). */
+static const int default_nrows_openmpi[2] = {6, 4};
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
-    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, TB, MPIOPT_ALG_RABENSEIFNER},
+    {{2, 92681, MPIOPT_ALG_SHARED_MEMORY}, {2, 1482910, MPIOPT_ALG_RABENSEIFNER},
+     {2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, 8192, MPIOPT_ALG_SHARED_MEMORY}, {2, 11585, MPIOPT_ALG_BINOMIAL},
-     {2, 23170, MPIOPT_ALG_VENDOR}, {2, TB, MPIOPT_ALG_BINOMIAL},
+    {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_mpich[2] = {5, 6};
+static const int default_nrows_mpich[2] = {6, 3};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {.alpha = 1.0e-6, .beta = 2.5e-10,
                                                  .gamma = 1.0e-10};
@@ -168,8 +164,8 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
             continue;
         /* the row for this size; if its choice cannot take the call (the vendor where it is
          * wrong, an order-breaking algorithm for a non-commutative op), the next row's, measured
-         * at the sizes just above (Open MPI's reduce of MPI_CHAR: the vendor's row up to 362 B,
-         * then shared memory) */
+         * at the sizes just above (Open MPI's reduce of MPI_CHAR at p = 4: the vendor's row up
+         * to 181 B, then shared memory) */
         matched = 1;
         mpiopt_algorithm a = rows[i].algorithm;
         if (mpiopt_algorithm_fits(a, p, commutative) && a != MPIOPT_ALG_VENDOR)

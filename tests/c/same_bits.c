@@ -1,8 +1,8 @@
 /* Two algorithms give every rank the same bits: mpiopt_allreduce with algorithm A and with
  * algorithm B, on random doubles (not exact sums), SUM and PROD, several counts; each rank
- * compares the two results byte for byte. shared_memory must match recursive_doubling, the
- * algorithm a nonblocking call records in its place (docs/collectives.md); a pair with another
- * bracketing (binomial) differs at p >= 3, which shows the check can fail.
+ * compares the two results byte for byte. shared_memory must match recursive_doubling and
+ * rabenseifner, the algorithms a nonblocking call records in its place (docs/collectives.md); a
+ * pair with another bracketing (binomial) differs at p >= 3, which shows the check can fail.
  *
  * usage: same_bits A B      prints "same_bits: N checks, M differ" on rank 0 */
 #include <stdio.h>
@@ -31,11 +31,11 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    const int counts[] = {1, 7, 100, 1000};
+    const int counts[] = {1, 7, 100, 1000, 5000};   /* 5000: shared memory in 5 pieces */
     MPI_Op ops[] = {MPI_SUM, MPI_PROD};
     int checks = 0, differ = 0;
     srand(12345u + 7919u * (unsigned)rank);
-    for (int ci = 0; ci < 4; ci++)
+    for (int ci = 0; ci < 5; ci++)
         for (int oi = 0; oi < 2; oi++) {
             int n = counts[ci];
             double *in = malloc(sizeof(double) * n), *ra = malloc(sizeof(double) * n),
