@@ -21,8 +21,10 @@ typedef struct {
     uint64_t count_root_request;
 } mpiopt_plan_key;
 
+/* A cache line's alignment keeps what the hand-off path reads (seq, generation, key, and the
+ * plan's algorithm: its first 48 bytes) on one line, whatever the plan's size. */
 typedef struct {
-    unsigned seq;                   /* even: stable; odd: a writer is in it */
+    _Alignas(64) unsigned seq;      /* even: stable; odd: a writer is in it */
     unsigned generation;            /* 0: never written */
     mpiopt_plan_key key;
     mpiopt_call_plan plan;
