@@ -28,8 +28,10 @@
  * p = 2, both MPIs (`mpiopt bench allreduce -np 2 --sizes 4:4M -a vendor,shared_memory,
  * rabenseifner,binomial,recursive_doubling [--reduce]`): mpiopt's shared-memory algorithm wins
  * every reduce (0.6-0.8 us against 0.8-0.9 us for Open MPI's at 4-256 B; 1.2-1.7x Open MPI's
- * and 2.4-9.3x MPICH's at 8 KiB-4 MiB, in pieces through its window) and the allreduce up to 64 KiB and from
- * 2 MiB; Rabenseifner, which reduces half the data on each rank, wins the allreduce in between.
+ * and 2.4-9.3x MPICH's at 8 KiB-4 MiB, in pieces through its window) and the allreduce up to
+ * 16 KiB. Above, where every rank reduces every piece and the pieces' cache lines travel both
+ * ways, it won some runs and lost others (0.5-1.3x Rabenseifner at 64 KiB-4 MiB): recursive
+ * doubling takes 32 KiB, Rabenseifner (half the data reduced on each rank) the rest.
  *
  * p = 4 (two ranks a core, oversubscribed): shared memory to 8 KiB (above, every rank reducing
  * everything while another waits for its core loses 1.5-3x), recursive doubling in the middle,
@@ -39,8 +41,8 @@
  * (milliseconds a call), so there the rows only rank mpiopt's algorithms, which yield the core
  * while they wait (p2p.c). */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
-    {{2, 92681, MPIOPT_ALG_SHARED_MEMORY}, {2, 1482910, MPIOPT_ALG_RABENSEIFNER},
-     {2, TB, MPIOPT_ALG_SHARED_MEMORY},
+    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {2, TB, MPIOPT_ALG_RABENSEIFNER},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
@@ -48,8 +50,8 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
 };
 static const int default_nrows_openmpi[2] = {6, 4};
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
-    {{2, 92681, MPIOPT_ALG_SHARED_MEMORY}, {2, 1482910, MPIOPT_ALG_RABENSEIFNER},
-     {2, TB, MPIOPT_ALG_SHARED_MEMORY},
+    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
+     {2, TB, MPIOPT_ALG_RABENSEIFNER},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
