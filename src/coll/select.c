@@ -40,6 +40,7 @@
  * stays ahead up to 128 B; MPICH's own collectives poll away whole scheduler time slices
  * (milliseconds a call), so there the rows only rank mpiopt's algorithms, which yield the core
  * while they wait (p2p.c). */
+/* The rows of each operation end at the first empty one (ranks 0), so they count themselves. */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
     {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {2, TB, MPIOPT_ALG_RABENSEIFNER},
@@ -48,7 +49,6 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_openmpi[2] = {6, 4};
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
     {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {2, TB, MPIOPT_ALG_RABENSEIFNER},
@@ -57,7 +57,6 @@ static const mpiopt_tuning_row default_rows_mpich[2][8] = {
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
-static const int default_nrows_mpich[2] = {6, 3};
 /* Cost-model parameters for this machine's shared memory, from ping-pong and reduce_local. */
 static const mpiopt_cost_params default_model = {.alpha = 1.0e-6, .beta = 2.5e-10,
                                                  .gamma = 1.0e-10};
@@ -75,22 +74,18 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static void load_defaults(void)
 {
     const mpiopt_tuning_row(*rows)[8] = NULL;
-    const int *n = NULL;
     tuning.model = default_model;
     vendor_below = 0;
     if (!strcmp(MPIOPT_FLAVOUR, "openmpi") || !strcmp(MPIOPT_FLAVOUR, "mpich"))
         vendor_below = DEFAULT_VENDOR_BELOW_BYTES;
-    if (!strcmp(MPIOPT_FLAVOUR, "openmpi")) {
+    if (!strcmp(MPIOPT_FLAVOUR, "openmpi"))
         rows = default_rows_openmpi;
-        n = default_nrows_openmpi;
-    } else if (!strcmp(MPIOPT_FLAVOUR, "mpich")) {
+    else if (!strcmp(MPIOPT_FLAVOUR, "mpich"))
         rows = default_rows_mpich;
-        n = default_nrows_mpich;
-    }
     for (int w = 0; w < 2; w++) {
-        tuning.nrows[w] = n ? n[w] : 0;
-        for (int i = 0; i < tuning.nrows[w]; i++)
-            tuning.rows[w][i] = rows[w][i];
+        tuning.nrows[w] = 0;
+        for (int i = 0; rows && i < 8 && rows[w][i].ranks > 0; i++)
+            tuning.rows[w][tuning.nrows[w]++] = rows[w][i];
     }
 }
 

@@ -128,24 +128,18 @@ static void create_keyvals(void)
 
 /* The window of c's private communicator, made by the first call on it (collective: every rank
  * makes this call) and kept where c->node_window points: later calls read one pointer. The
- * window is also an attribute of the private communicator, which frees it. */
+ * window is also an attribute of the private communicator, whose delete callback frees it. */
 static int window_of(const mpiopt_coll *c, node_window **out)
 {
     if (*c->node_window) {
         *out = *c->node_window;
         return MPI_SUCCESS;
     }
-    int found = 0, rc;
+    int rc;
     node_window *w = NULL;
     pthread_once(&keyvals_once, create_keyvals);
     if (keyvals_rc != MPI_SUCCESS)
         return keyvals_rc;
-    if ((rc = PMPI_Comm_get_attr(c->comm, window_keyval, &w, &found)) != MPI_SUCCESS)
-        return rc;
-    if (found) {
-        *out = *c->node_window = w;
-        return MPI_SUCCESS;
-    }
     if (!(w = calloc(1, sizeof *w)) || !(w->all = calloc((size_t)c->size, sizeof *w->all))) {
         free(w);
         return MPI_ERR_NO_MEM;
@@ -222,6 +216,13 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
     w->writable_until = least + BUFFERS - 1;
 }
 
+/* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
+ * a call (exchange), not once a piece; NULL when that failed. */
+typedef struct {
+    char *scratch;                  /* p2 pieces */
+    char **value;                   /* p2 pointers into it */
+} fold_space;
+
 /* Rank r's input to this call: its buffer, or `mine` for this rank when it reads its own input
  * where the caller left it. */
 static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t call,
@@ -236,18 +237,19 @@ static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t
  * recursive doubling, the algorithm a nonblocking call records in this one's place, and a
  * program made nonblocking by `mpiopt transform` computes what it computed before. */
 static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window *w,
-                                        uint64_t call, const void *mine, void *buf, size_t count)
+                                        uint64_t call, const void *mine, void *buf, size_t count,
+                                        const fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
     size_t bytes = count * c->extent;
     if (c->size == 2)
         return mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 0),
                                    input_of(c, w, call, mine, 1), buf, count);
-    char *scratch = mpiopt_coll_scratch(c, (size_t)p2 * count);
-    char **value = malloc(sizeof *value * (size_t)p2);
-    int rc = scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    char **value = f->value;
+    /* without it this rank still takes part (copies, publishes), so the others finish */
+    int rc = f->scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
-        value[g] = scratch + (size_t)g * bytes;
+        value[g] = f->scratch + (size_t)g * bytes;
         if (g < surplus)
             rc = mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 2 * g),
                                      input_of(c, w, call, mine, 2 * g + 1), value[g], count);
@@ -261,8 +263,6 @@ static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window 
         }
     if (rc == MPI_SUCCESS)
         memcpy(buf, value[0], bytes);
-    free(value);
-    mpiopt_scratch_free(scratch);
     return rc;
 }
 
@@ -270,7 +270,7 @@ static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window 
  * rank's input to it and `out` where its result goes (root: the reduce's, or -1 for an allreduce,
  * where every rank reduces). */
 static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, const void *in,
-                          void *out, size_t count, int root)
+                          void *out, size_t count, int root, const fold_space *f)
 {
     const void *mine = NULL;
     if (c->rank == root && in != out) {
@@ -287,7 +287,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
             wait_published(&w->all[r]->in[call % BUFFERS], call);
-    int rc = reduce_as_recursive_doubling(c, w, call, mine, out, count);
+    int rc = reduce_as_recursive_doubling(c, w, call, mine, out, count, f);
     if (c->rank == root)
         publish(w, call);   /* a reduce's root: once it has read the others' inputs */
     /* every rank has published call, so has read call - 1's inputs */
@@ -315,12 +315,23 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if ((rc = window_of(c, &w)) != MPI_SUCCESS || !w->usable)
         return rc;
     *done = 1;
-    const char *in = c->src ? c->src : buf;
-    for (size_t first = 0; rc == MPI_SUCCESS && first < count; first += per_piece) {
-        size_t n = count - first < per_piece ? count - first : per_piece;
-        rc = exchange_piece(c, w, ++w->calls, mpiopt_at(c, in, first), mpiopt_at(c, buf, first),
-                            n, root);
+    fold_space f = {NULL, NULL};
+    if (c->size > 2 && (root < 0 || c->rank == root)) {
+        int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
+        f.scratch = mpiopt_coll_scratch(c, (size_t)p2 * (count < per_piece ? count : per_piece));
+        f.value = malloc(sizeof *f.value * (size_t)p2);
     }
+    const char *in = c->src ? c->src : buf;
+    /* every piece, whatever failed before: the other ranks wait for this one's */
+    for (size_t first = 0; first < count; first += per_piece) {
+        size_t n = count - first < per_piece ? count - first : per_piece;
+        int piece_rc = exchange_piece(c, w, ++w->calls, mpiopt_at(c, in, first),
+                                      mpiopt_at(c, buf, first), n, root, &f);
+        if (rc == MPI_SUCCESS)
+            rc = piece_rc;
+    }
+    free(f.value);
+    mpiopt_scratch_free(f.scratch);
     return rc;
 #endif
 }
