@@ -34,11 +34,12 @@ int mpiopt_allreduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_
     if (!mpiopt_plan_cached(0, algorithm, comm, count, datatype, op, 0, &plan)) {
         int rc = mpiopt_plan_call(0, algorithm, comm, count, datatype, op, 0, &plan);
         if (rc != MPI_SUCCESS)
-            return rc;
+            return mpiopt_raise(comm, rc);
     }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-    return mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);
+    int rc = mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);
+    return mpiopt_raise(comm, rc);
 }
 
 int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

@@ -52,10 +52,26 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm);
  * into buf and sets c->src to NULL. */
 void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
-/* The tag of the next schedule recorded on a user communicator (MPIOPT_SCHEDULE_TAG_FIRST + a
- * count that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are
- * in flight together never match each other's receives. */
-int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag);
+/* The private duplicate of a user communicator, as a record that outlives the user's handle for
+ * as long as a schedule holds it (common.c): a program may free its communicator while a
+ * nonblocking collective on it is pending. Hold: one more reference (made on first use);
+ * release: one fewer, and the last frees the duplicate. */
+typedef struct mpiopt_private_comm mpiopt_private_comm;
+int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held);
+int mpiopt_private_release(mpiopt_private_comm *held);
+/* The tag of the next schedule recorded on the communicator (MPIOPT_SCHEDULE_TAG_FIRST + a count
+ * that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are in flight
+ * together never match each other's receives. */
+int mpiopt_private_tag(mpiopt_private_comm *pc);
+/* The user communicator it duplicates, or MPI_COMM_NULL once the program freed that. */
+MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *pc);
+/* Frees the shared-memory window made for a private communicator, if any (shared_memory.c;
+ * collective: called from the user communicator's MPI_Comm_free). */
+int mpiopt_node_window_free(MPI_Comm private_comm);
+
+/* Raises error code rc (not MPI_SUCCESS) through comm's error handler, as the vendor would, and
+ * returns it: mpiopt's own checks and failures reach the program the way MPI says they must. */
+int mpiopt_raise(MPI_Comm comm, int rc);
 
 /* ---- point-to-point (p2p.c): n elements of c->datatype on c->comm with c->tag ---- */
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst);

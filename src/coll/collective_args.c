@@ -38,11 +38,33 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     return 1;
 }
 
+int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype datatype,
+                           MPI_Op op, int root)
+{
+    int inter = 0, p;
+    if (comm == MPI_COMM_NULL)
+        return MPI_SUCCESS;     /* no communicator to raise it on: the vendor's rules (above) */
+    if (count < 0)
+        return MPI_ERR_COUNT;
+    if (datatype == MPI_DATATYPE_NULL)
+        return MPI_ERR_TYPE;
+    if (op == MPI_OP_NULL)
+        return MPI_ERR_OP;
+    if (is_reduce && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && !inter &&
+        PMPI_Comm_size(comm, &p) == MPI_SUCCESS && (root < 0 || root >= p))
+        return MPI_ERR_ROOT;    /* an intercommunicator's root (MPI_ROOT, MPI_PROC_NULL, a remote
+                                   rank) is the vendor's to judge */
+    return MPI_SUCCESS;
+}
+
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                      MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
 {
     if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
         return MPI_ERR_ARG;
+    int rc = mpiopt_check_arguments(is_reduce, comm, count, datatype, op, root);
+    if (rc != MPI_SUCCESS)
+        return rc;
     plan->algorithm = MPIOPT_ALG_VENDOR;
     if (requested == MPIOPT_ALG_VENDOR ||
         !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, plan))
@@ -50,7 +72,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first
          * call on a communicator duplicates it) */
-        int rc = mpiopt_coll_init(&plan->coll, comm, datatype, op);
+        rc = mpiopt_coll_init(&plan->coll, comm, datatype, op);
         if (rc != MPI_SUCCESS)
             return rc;
     }

@@ -18,10 +18,21 @@ typedef struct {
     mpiopt_coll coll;
 } mpiopt_call_plan;
 
+/* The error class the MPI standard names for a bad argument of MPI_Allreduce (is_reduce = 0) or
+ * MPI_Reduce and their nonblocking and persistent forms, or MPI_SUCCESS: MPI_ERR_COUNT,
+ * MPI_ERR_TYPE (a null datatype), MPI_ERR_OP (a null op), MPI_ERR_ROOT (outside an
+ * intracommunicator). Checked before any algorithm runs, so a bad call is answered the same
+ * whatever would have taken it (MPICH 4.0.2 itself crashes on a negative count under
+ * MPI_ERRORS_RETURN). MPI_COMM_NULL is left to the vendor, which raises it where its version
+ * of the standard says (there is no communicator to raise it on). */
+int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype datatype,
+                           MPI_Op op, int root);
+
 /* The checks and the selection both operations share (for a call the plan cache does not know).
- * is_reduce: root is checked too. Returns MPI_ERR_ARG for an algorithm argument out of range, an
- * MPI error if the context of mpiopt's algorithm cannot be made (the private communicator), else
- * MPI_SUCCESS with *plan set, and remembers the plan where it can. */
+ * is_reduce: root is checked too. Returns MPI_ERR_ARG for an algorithm argument out of range,
+ * the class of a bad argument (mpiopt_check_arguments), an MPI error if the context of mpiopt's
+ * algorithm cannot be made (the private communicator), else MPI_SUCCESS with *plan set, and
+ * remembers the plan where it can. The caller raises an error (mpiopt_raise). */
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                      MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
 

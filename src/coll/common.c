@@ -14,19 +14,52 @@ static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
 /* What a user communicator carries for mpiopt: its private duplicate, and how many schedules
  * were recorded on it (every member records the same ones in the same order, so the count
- * agrees, and each schedule's messages get a tag of their own). */
-typedef struct {
+ * agrees, and each schedule's messages get a tag of their own).
+ *
+ * Lifetime (docs/collectives.md, "Handles a schedule holds"): the program may free its
+ * communicator while a nonblocking or persistent collective on it is pending (MPI_Comm_free marks
+ * it for deallocation; pending operations complete normally). The schedule sends on the private
+ * duplicate, so each live schedule holds a reference to this record (mpiopt_private_hold); the
+ * user communicator's delete callback drops the communicator's own reference, and whoever drops
+ * the last one frees the duplicate. The shared-memory window goes at once, in the delete callback:
+ * MPI_Win_free is collective, and only the program's MPI_Comm_free is a moment every rank meets
+ * (schedules never use the window). */
+struct mpiopt_private_comm {
     MPI_Comm dup;
     unsigned schedules;
-    mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with dup */
-} private_comm;
+    mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with the user comm */
+    int refs;                           /* the user communicator's 1 + one per live schedule */
+    MPI_Comm user;                      /* for raising errors; MPI_COMM_NULL once freed */
+};
+typedef struct mpiopt_private_comm private_comm;
+
+static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int drop_ref(private_comm *pc)
+{
+    pthread_mutex_lock(&refs_lock);
+    int last = --pc->refs == 0;
+    pthread_mutex_unlock(&refs_lock);
+    if (!last)
+        return MPI_SUCCESS;
+    int rc = PMPI_Comm_free(&pc->dup);
+    free(pc);
+    return rc;
+}
 
 static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     private_comm *pc = attr;
-    int rc = PMPI_Comm_free(&pc->dup);
-    free(pc);
-    return rc;
+    int rc = MPI_SUCCESS;
+    if (pc->node_window) {
+        rc = mpiopt_node_window_free(pc->dup);
+        pc->node_window = NULL;
+    }
+    pthread_mutex_lock(&refs_lock);
+    pc->user = MPI_COMM_NULL;
+    pthread_mutex_unlock(&refs_lock);
+    int free_rc = drop_ref(pc);
+    return rc != MPI_SUCCESS ? rc : free_rc;
 }
 
 static void create_keyval(void)
@@ -49,16 +82,57 @@ static int private_of(MPI_Comm user_comm, private_comm **out)
     if (!found) {
         if (!(cached = calloc(1, sizeof *cached)))
             return MPI_ERR_NO_MEM;
+        cached->refs = 1;
+        cached->user = user_comm;
         rc = PMPI_Comm_dup(user_comm, &cached->dup);
+        /* Errors on the duplicate come back as codes: mpiopt raises them once, on the program's
+         * communicator (mpiopt_raise), not a second time through a handler the dup inherited. */
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Comm_set_errhandler(cached->dup, MPI_ERRORS_RETURN);
         if (rc == MPI_SUCCESS)
             rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
         if (rc != MPI_SUCCESS) {
+            if (cached->dup != MPI_COMM_NULL)
+                PMPI_Comm_free(&cached->dup);
             free(cached);
             return rc;
         }
     }
     *out = cached;
     return MPI_SUCCESS;
+}
+
+int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held)
+{
+    private_comm *pc;
+    int rc = private_of(user_comm, &pc);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    pthread_mutex_lock(&refs_lock);
+    pc->refs++;
+    pthread_mutex_unlock(&refs_lock);
+    *held = pc;
+    return MPI_SUCCESS;
+}
+
+int mpiopt_private_release(mpiopt_private_comm *held)
+{
+    return held ? drop_ref(held) : MPI_SUCCESS;
+}
+
+MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *held)
+{
+    pthread_mutex_lock(&refs_lock);
+    MPI_Comm user = held ? held->user : MPI_COMM_NULL;
+    pthread_mutex_unlock(&refs_lock);
+    return user;
+}
+
+int mpiopt_raise(MPI_Comm comm, int rc)
+{
+    if (rc != MPI_SUCCESS && comm != MPI_COMM_NULL)
+        PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
 }
 
 int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
@@ -82,13 +156,9 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
     return MPI_SUCCESS;
 }
 
-int mpiopt_schedule_tag(MPI_Comm user_comm, int *tag)
+int mpiopt_private_tag(mpiopt_private_comm *pc)
 {
-    private_comm *pc;
-    int rc = private_of(user_comm, &pc);
-    if (rc == MPI_SUCCESS)
-        *tag = MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
-    return rc;
+    return MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
 }
 
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)

@@ -87,18 +87,22 @@ static void report(const call *a, const mpiopt_call_plan *plan, const mpiopt_sch
             mpiopt_algorithm_name(plan->algorithm), mpiopt_schedule_length(s));
 }
 
+/* Errors reach the program through its communicator's error handler (issue 21), and a failed
+ * start leaves nothing behind: the schedule goes, with what it held. */
 static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request)
 {
     mpiopt_call_plan plan;
     int rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
                               a->root, &plan);
     if (rc != MPI_SUCCESS)
-        return rc;
+        return mpiopt_raise(a->comm, rc);
     if (plan.algorithm == MPIOPT_ALG_VENDOR || vendor_only())
         return vendor_start(a, request);
+    if (!request)
+        return mpiopt_raise(a->comm, MPI_ERR_REQUEST);
     mpiopt_schedule *s = mpiopt_schedule_new();
     if (!s)
-        return MPI_ERR_NO_MEM;
+        return mpiopt_raise(a->comm, MPI_ERR_NO_MEM);
     mpiopt_scratch_recording(1);
     rc = a->is_reduce ? mpiopt_reduce_run(&plan, a->sendbuf, a->recvbuf, a->count, a->datatype,
                                           a->op, a->root, a->comm, s)
@@ -111,7 +115,7 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
         rc = mpiopt_request_new(s, a->persistent, request);
     if (rc != MPI_SUCCESS)
         mpiopt_schedule_free(s);
-    return rc;
+    return mpiopt_raise(a->comm, rc);
 }
 
 int mpiopt_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

@@ -65,11 +65,12 @@ int mpiopt_reduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_Dat
     if (!mpiopt_plan_cached(1, algorithm, comm, count, datatype, op, root, &plan)) {
         int rc = mpiopt_plan_call(1, algorithm, comm, count, datatype, op, root, &plan);
         if (rc != MPI_SUCCESS)
-            return rc;
+            return mpiopt_raise(comm, rc);
     }
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-    return mpiopt_reduce_run(&plan, sendbuf, recvbuf, count, datatype, op, root, comm, NULL);
+    int rc = mpiopt_reduce_run(&plan, sendbuf, recvbuf, count, datatype, op, root, comm, NULL);
+    return mpiopt_raise(comm, rc);
 }
 
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,

@@ -110,6 +110,25 @@ static void step(request *r, int blocking)
     r->done = done;
 }
 
+/* Starts r: posts its schedule's first messages and nothing more. The MPI call that starts a
+ * collective makes no progress on anything else, as the vendors' own nonblocking collectives do:
+ * testing other requests there drove Open MPI 4.1's nonblocking communicator-id agreement
+ * (MPI_Comm_idup) out of step between ranks, and MPICH's comm_idup_iallreduce test hung about one
+ * run in two at np 2 (issue 21; tests/c/lifetimes.c, case "idup"). */
+static void start_schedule(request *r)
+{
+    r->active = 1;
+    r->done = 0;
+    r->error = MPI_SUCCESS;
+    int done = 0;
+    int rc = mpiopt_schedule_start(r->schedule, &done);
+    if (rc != MPI_SUCCESS) {
+        r->error = rc;
+        done = 1;
+    }
+    r->done = done;
+}
+
 /* Advances every active schedule where it can without waiting; releases the freed ones that
  * are done. Returns the number still running. */
 static int progress_all(void)
@@ -149,16 +168,23 @@ static void complete(request *r)
     }
 }
 
-/* The end of a completed wait or test on r, held in the program's *handle. */
+/* The end of a completed wait or test on r, held in the program's *handle. A schedule that
+ * failed raises its error on the program's communicator, as the vendor raises a failed
+ * request's (unless the program has freed that communicator since). */
 static int finish(request *r, MPI_Request *handle, MPI_Status *status)
 {
-    if (!r->persistent)
-        return release(r, handle, status);
-    empty_status(status);
-    r->active = r->done = 0;
-    int rc = r->error;
-    r->error = MPI_SUCCESS;
-    return rc;
+    MPI_Comm raise_on = r->error != MPI_SUCCESS ? mpiopt_schedule_user_comm(r->schedule)
+                                                : MPI_COMM_NULL;
+    int rc;
+    if (!r->persistent) {
+        rc = release(r, handle, status);
+    } else {
+        empty_status(status);
+        r->active = r->done = 0;
+        rc = r->error;
+        r->error = MPI_SUCCESS;
+    }
+    return raise_on != MPI_COMM_NULL ? mpiopt_raise(raise_on, rc) : rc;
 }
 
 /* Drains every schedule at MPI_Finalize (the delete callback of an attribute on MPI_COMM_SELF
@@ -192,10 +218,8 @@ int mpiopt_request_new(mpiopt_schedule *schedule, int persistent, MPI_Request *h
     r->next = requests;
     requests = r;
     *handle = r->handle;
-    if (!persistent) {
-        r->active = 1;
-        progress_all();     /* posts the first step, and moves the others */
-    }
+    if (!persistent)
+        start_schedule(r);
     return MPI_SUCCESS;
 }
 
@@ -419,10 +443,7 @@ int mpiopt_request_start(MPI_Request *request)
     if (r->active)
         return MPI_ERR_REQUEST;     /* MPI: a persistent request is started only when inactive */
     mpiopt_schedule_restart(r->schedule);
-    r->active = 1;
-    r->done = 0;
-    r->error = MPI_SUCCESS;
-    progress_all();
+    start_schedule(r);
     return MPI_SUCCESS;
 }
 

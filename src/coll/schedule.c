@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "schedule.h"
+#include "handles.h"
 
 typedef enum { POST_SEND, POST_RECV, WAIT, LOCAL } action_kind;
 
@@ -18,6 +19,7 @@ typedef struct {
 
 struct mpiopt_schedule {
     mpiopt_coll c;      /* what the actions run with (record = NULL) */
+    mpiopt_held held;   /* the program's objects c uses, valid until the schedule is freed */
     action *actions;
     int n_actions, cap_actions;
     struct post {
@@ -54,21 +56,25 @@ mpiopt_schedule *mpiopt_schedule_new(void)
 
 int mpiopt_schedule_attach(mpiopt_schedule *s, mpiopt_coll *c, MPI_Comm user_comm)
 {
-    if (c->size > 1) {     /* a communicator of one sends nothing: no private one, no tag */
-        int rc = mpiopt_schedule_tag(user_comm, &c->tag);
-        if (rc != MPI_SUCCESS)
-            return rc;
-    }
+    int rc = mpiopt_hold(&s->held, c, user_comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
     s->c = *c;
     s->c.src = NULL;
     c->record = s;
     return MPI_SUCCESS;
 }
 
+MPI_Comm mpiopt_schedule_user_comm(const mpiopt_schedule *s)
+{
+    return mpiopt_private_user_comm(s->held.comm);
+}
+
 void mpiopt_schedule_free(mpiopt_schedule *s)
 {
     if (!s)
         return;
+    mpiopt_release(&s->held);
     for (int i = 0; i < s->n_scratch; i++)
         free(s->scratch[i]);
     free(s->scratch);
@@ -196,7 +202,8 @@ static int wait_done(mpiopt_schedule *s, const action *x, int blocking, int *rc)
     return 1;
 }
 
-int mpiopt_schedule_progress(mpiopt_schedule *s, int blocking, int *done)
+/* Runs actions from s->pos; stop_at_wait: returns at the first wait without testing it. */
+static int run(mpiopt_schedule *s, int blocking, int stop_at_wait, int *done)
 {
     int rc = s->error;
     *done = 0;
@@ -210,7 +217,7 @@ int mpiopt_schedule_progress(mpiopt_schedule *s, int blocking, int *done)
             rc = mpiopt_irecv(&s->c, x->b, x->n, x->peer, &s->posts[x->slot].req);
             break;
         case WAIT:
-            if (!wait_done(s, x, blocking, &rc))
+            if (stop_at_wait || !wait_done(s, x, blocking, &rc))
                 return rc;
             break;
         case LOCAL:
@@ -222,4 +229,14 @@ int mpiopt_schedule_progress(mpiopt_schedule *s, int blocking, int *done)
     }
     *done = rc == MPI_SUCCESS;
     return rc;
+}
+
+int mpiopt_schedule_progress(mpiopt_schedule *s, int blocking, int *done)
+{
+    return run(s, blocking, 0, done);
+}
+
+int mpiopt_schedule_start(mpiopt_schedule *s, int *done)
+{
+    return run(s, 0, 1, done);
 }

@@ -27,8 +27,12 @@ typedef enum {
 /* A new, empty schedule. */
 mpiopt_schedule *mpiopt_schedule_new(void);
 /* Makes c (a call on user_comm, just initialised) record into s: gives it the communicator's
- * next schedule tag, keeps a copy of it to run the actions with, and sets c->record. */
+ * next schedule tag, takes hold of the objects it uses until s is freed (handles.h), keeps a
+ * copy of it to run the actions with, and sets c->record. */
 int mpiopt_schedule_attach(mpiopt_schedule *s, mpiopt_coll *c, MPI_Comm user_comm);
+/* The program's communicator of the call s records, for raising errors; MPI_COMM_NULL once the
+ * program has freed it (or for a communicator of one). */
+MPI_Comm mpiopt_schedule_user_comm(const mpiopt_schedule *s);
 void mpiopt_schedule_free(mpiopt_schedule *s);
 
 /* ---- recording (called by p2p.c and common.c when c->record is set) ---- */
@@ -53,5 +57,8 @@ void mpiopt_schedule_restart(mpiopt_schedule *s);
  * them instead (mpiopt_waitall: it yields the core where p2p.c says so) and runs to the end.
  * Returns an MPI error code; *done = 1 once the last action has run. */
 int mpiopt_schedule_progress(mpiopt_schedule *s, int blocking, int *done);
+/* Runs actions up to the first wait, and tests nothing: posts the first messages of a schedule
+ * just started (or restarted) without driving the MPI library's progress from the start call. */
+int mpiopt_schedule_start(mpiopt_schedule *s, int *done);
 
 #endif

@@ -126,6 +126,17 @@ static void create_keyvals(void)
         keyvals_rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
 }
 
+int mpiopt_node_window_free(MPI_Comm private_comm)
+{
+    if (window_keyval == MPI_KEYVAL_INVALID)
+        return MPI_SUCCESS;     /* no window was ever made */
+    void *w;
+    int found = 0, rc = PMPI_Comm_get_attr(private_comm, window_keyval, &w, &found);
+    if (rc == MPI_SUCCESS && found)
+        rc = PMPI_Comm_delete_attr(private_comm, window_keyval);   /* free_window */
+    return rc;
+}
+
 /* The window of c's private communicator, made by the first call on it (collective: every rank
  * makes this call) and kept where c->node_window points: later calls read one pointer. The
  * window is also an attribute of the private communicator, whose delete callback frees it. */
@@ -293,6 +304,12 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
     /* every rank has published call, so has read call - 1's inputs */
     w->writable_until = call + BUFFERS - 1;
     return rc;
+}
+#else
+int mpiopt_node_window_free(MPI_Comm private_comm)
+{
+    (void)private_comm;
+    return MPI_SUCCESS;     /* no windows under SimGrid */
 }
 #endif
 

@@ -10,6 +10,7 @@
 #include "mpiopt.h"
 #include "fortran.h"
 #include "user_op.h"
+#include "coll/handles.h"
 #include "kernels/kernels.h"
 
 /* MPIOPT_USER_OP_THREADS; 0 (off) when unset or not a count */
@@ -28,11 +29,11 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
     return PMPI_Op_create(user_fn, commute, op);
 }
 
+/* A pending schedule of mpiopt's may still hold the op: then it is freed when that ends
+ * (coll/handles.c). */
 int MPI_Op_free(MPI_Op *op)
 {
-    if (op)
-        mpiopt_user_op_forget(*op);
-    return PMPI_Op_free(op);
+    return mpiopt_op_free(op);
 }
 
 /* The vendor's Fortran MPI_OP_CREATE records that the function has the Fortran convention; a
@@ -53,8 +54,7 @@ static void op_create_f(void (*fn)(void), MPI_Fint *commute, MPI_Fint *op, MPI_F
 static void op_free_f(MPI_Fint *op, MPI_Fint *ierr)
 {
     MPI_Op c_op = PMPI_Op_f2c(*op);
-    mpiopt_user_op_forget(c_op);
-    int rc = PMPI_Op_free(&c_op);
+    int rc = mpiopt_op_free(&c_op);
     *op = PMPI_Op_c2f(c_op);
     if (ierr)
         *ierr = rc;
@@ -63,3 +63,12 @@ static void op_free_f(MPI_Fint *op, MPI_Fint *ierr)
 MPIOPT_FORTRAN_SYMBOLS(op_create_f, (void (*a)(void), MPI_Fint *b, MPI_Fint *c, MPI_Fint *d),
                        (a, b, c, d), mpi_op_create, MPI_OP_CREATE)
 MPIOPT_FORTRAN_SYMBOLS(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free, MPI_OP_FREE)
+
+#if defined(OMPI_MAJOR_VERSION)
+/* Open MPI's `use mpi_f08` MPI_Op_free calls PMPI_Op_free past the symbols above; its
+ * TYPE(MPI_Op) is one integer, passed by reference, and an absent ierror arrives as NULL. */
+void mpi_op_free_f08_(MPI_Fint *op, MPI_Fint *ierr)
+{
+    op_free_f(op, ierr);
+}
+#endif
