@@ -32,7 +32,7 @@ int mpiopt_allreduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(0, algorithm, comm, count, datatype, op, 0, &plan)) {
-        int rc = mpiopt_plan_call(0, algorithm, comm, count, datatype, op, 0, &plan);
+        int rc = mpiopt_plan_call(0, algorithm, comm, count, datatype, op, 0, 0, &plan);
         if (rc != MPI_SUCCESS)
             return mpiopt_raise(comm, rc);
     }

@@ -33,6 +33,10 @@ typedef struct {
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
     int tag;                /* of every message: MPIOPT_TAG, or a schedule's own (nonblocking.c) */
+    /* 1 while the private communicator is still being made by MPI_Comm_idup (a nonblocking
+     * call was the first on it): comm is not usable yet; a schedule finds it when it runs
+     * (mpiopt_private_ready), and such a context is never kept in the plan cache. */
+    int comm_pending;
     /* Where shared_memory.c keeps the window it made for this communicator (a field of the
      * user communicator's mpiopt attribute, so found with the rest of it); NULL for a
      * communicator of one. */
@@ -43,8 +47,11 @@ typedef struct {
 } mpiopt_coll;
 
 /* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A
- * communicator of one process gets no private duplicate: nothing is ever sent on it. */
-int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op);
+ * communicator of one process gets no private duplicate: nothing is ever sent on it.
+ * nonblocking = 1: a call that may not block (its private communicator, if new, comes from
+ * MPI_Comm_idup: c->comm_pending). */
+int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op,
+                     int nonblocking);
 /* The communicator part alone, for calls that move no typed data (a barrier): MPI_BYTE, no op. */
 int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm);
 
@@ -63,6 +70,8 @@ int mpiopt_private_release(mpiopt_private_comm *held);
  * that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are in flight
  * together never match each other's receives. */
 int mpiopt_private_tag(mpiopt_private_comm *pc);
+/* The duplicate once it is usable (blocking: waits for it), else MPI_COMM_NULL in *dup. */
+int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup);
 /* The user communicator it duplicates, or MPI_COMM_NULL once the program freed that. */
 MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *pc);
 /* Frees the shared-memory window made for a private communicator, if any (shared_memory.c;

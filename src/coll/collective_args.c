@@ -58,7 +58,8 @@ int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype
 }
 
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
-                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+                     MPI_Datatype datatype, MPI_Op op, int root, int nonblocking,
+                     mpiopt_call_plan *plan)
 {
     if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
         return MPI_ERR_ARG;
@@ -72,9 +73,11 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first
          * call on a communicator duplicates it) */
-        rc = mpiopt_coll_init(&plan->coll, comm, datatype, op);
+        rc = mpiopt_coll_init(&plan->coll, comm, datatype, op, nonblocking);
         if (rc != MPI_SUCCESS)
             return rc;
+        if (plan->coll.comm_pending)
+            return MPI_SUCCESS;     /* not a context a later call may reuse */
     }
     mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
     return MPI_SUCCESS;

@@ -32,9 +32,11 @@ int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype
  * is_reduce: root is checked too. Returns MPI_ERR_ARG for an algorithm argument out of range,
  * the class of a bad argument (mpiopt_check_arguments), an MPI error if the context of mpiopt's
  * algorithm cannot be made (the private communicator), else MPI_SUCCESS with *plan set, and
- * remembers the plan where it can. The caller raises an error (mpiopt_raise). */
+ * remembers the plan where it can. The caller raises an error (mpiopt_raise). nonblocking = 1
+ * for the nonblocking and persistent calls, which must not block (mpiopt_coll_init). */
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
-                     MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
+                     MPI_Datatype datatype, MPI_Op op, int root, int nonblocking,
+                     mpiopt_call_plan *plan);
 
 /* The algorithm's part of a planned call (allreduce.c, reduce.c), out of line so that the
  * hand-off to the vendor stays a few instructions. record = NULL runs it; a schedule records it

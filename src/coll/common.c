@@ -30,10 +30,35 @@ struct mpiopt_private_comm {
     mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with the user comm */
     int refs;                           /* the user communicator's 1 + one per live schedule */
     MPI_Comm user;                      /* for raising errors; MPI_COMM_NULL once freed */
+    /* A communicator whose first collective of mpiopt's is a nonblocking one gets its duplicate
+     * from MPI_Comm_idup: a blocking MPI_Comm_dup inside MPI_Iallreduce is a blocking collective
+     * the program did not make, and with an MPI_Comm_idup of the program's pending it deadlocked
+     * Open MPI 4.1 at np 3 (MPICH's comm_idup_iallreduce test). Until the idup completes, dup is
+     * not usable: ready = 0, and dup_req is the idup's request. */
+    int ready;
+    MPI_Request dup_req;
 };
 typedef struct mpiopt_private_comm private_comm;
 
 static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Makes pc->dup usable: waits (blocking) or tests for its idup; *ready = 1 once it is. */
+static int make_ready(private_comm *pc, int blocking, int *ready)
+{
+    int rc = MPI_SUCCESS, flag = 1;
+    if (!pc->ready) {
+        rc = blocking ? PMPI_Wait(&pc->dup_req, MPI_STATUS_IGNORE)
+                      : PMPI_Test(&pc->dup_req, &flag, MPI_STATUS_IGNORE);
+        /* Errors on the duplicate come back as codes: mpiopt raises them once, on the program's
+         * communicator (mpiopt_raise), not a second time through a handler the dup inherited. */
+        if (rc == MPI_SUCCESS && flag) {
+            rc = PMPI_Comm_set_errhandler(pc->dup, MPI_ERRORS_RETURN);
+            pc->ready = 1;
+        }
+    }
+    *ready = pc->ready;
+    return rc;
+}
 
 static int drop_ref(private_comm *pc)
 {
@@ -42,6 +67,8 @@ static int drop_ref(private_comm *pc)
     pthread_mutex_unlock(&refs_lock);
     if (!last)
         return MPI_SUCCESS;
+    int ready;
+    make_ready(pc, 1, &ready);
     int rc = PMPI_Comm_free(&pc->dup);
     free(pc);
     return rc;
@@ -69,9 +96,13 @@ static void create_keyval(void)
     keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
 }
 
-static int private_of(MPI_Comm user_comm, private_comm **out)
+/* The private record of user_comm, made on first use: its duplicate from MPI_Comm_dup, or for a
+ * nonblocking call (nonblocking = 1) from MPI_Comm_idup, not usable until make_ready says so. A
+ * blocking call waits for a pending idup (started by an earlier collective, in the same order on
+ * every rank). */
+static int private_of(MPI_Comm user_comm, int nonblocking, private_comm **out)
 {
-    int rc, found = 0;
+    int rc, found = 0, ready;
     private_comm *cached = NULL;
     pthread_once(&keyval_once, create_keyval);
     if (keyval_rc != MPI_SUCCESS)
@@ -84,20 +115,29 @@ static int private_of(MPI_Comm user_comm, private_comm **out)
             return MPI_ERR_NO_MEM;
         cached->refs = 1;
         cached->user = user_comm;
-        rc = PMPI_Comm_dup(user_comm, &cached->dup);
-        /* Errors on the duplicate come back as codes: mpiopt raises them once, on the program's
-         * communicator (mpiopt_raise), not a second time through a handler the dup inherited. */
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Comm_set_errhandler(cached->dup, MPI_ERRORS_RETURN);
+        cached->dup = MPI_COMM_NULL;
+        cached->dup_req = MPI_REQUEST_NULL;
+#ifndef SMPI_SAMPLE_FLOPS   /* SimGrid has no MPI_Comm_idup; its programs are ours */
+        if (nonblocking)
+            rc = PMPI_Comm_idup(user_comm, &cached->dup, &cached->dup_req);
+        else
+#endif
+            rc = PMPI_Comm_dup(user_comm, &cached->dup);
+        if (rc == MPI_SUCCESS && cached->dup_req == MPI_REQUEST_NULL)
+            rc = make_ready(cached, 1, &ready);
         if (rc == MPI_SUCCESS)
             rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
         if (rc != MPI_SUCCESS) {
+            if (cached->dup_req != MPI_REQUEST_NULL)
+                PMPI_Wait(&cached->dup_req, MPI_STATUS_IGNORE);
             if (cached->dup != MPI_COMM_NULL)
                 PMPI_Comm_free(&cached->dup);
             free(cached);
             return rc;
         }
     }
+    if (!nonblocking && (rc = make_ready(cached, 1, &ready)) != MPI_SUCCESS)
+        return rc;
     *out = cached;
     return MPI_SUCCESS;
 }
@@ -105,7 +145,7 @@ static int private_of(MPI_Comm user_comm, private_comm **out)
 int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held)
 {
     private_comm *pc;
-    int rc = private_of(user_comm, &pc);
+    int rc = private_of(user_comm, 1, &pc);
     if (rc != MPI_SUCCESS)
         return rc;
     pthread_mutex_lock(&refs_lock);
@@ -118,6 +158,13 @@ int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held)
 int mpiopt_private_release(mpiopt_private_comm *held)
 {
     return held ? drop_ref(held) : MPI_SUCCESS;
+}
+
+int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup)
+{
+    int ready, rc = make_ready(pc, blocking, &ready);
+    *dup = ready ? pc->dup : MPI_COMM_NULL;
+    return rc;
 }
 
 MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *held)
@@ -135,7 +182,7 @@ int mpiopt_raise(MPI_Comm comm, int rc)
     return rc;
 }
 
-int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
+static int init_comm(mpiopt_coll *c, MPI_Comm user_comm, int nonblocking)
 {
     memset(c, 0, sizeof *c);
     int rc = PMPI_Comm_size(user_comm, &c->size);
@@ -144,16 +191,22 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
     c->comm = user_comm;
     if (c->size > 1) {
         private_comm *pc;
-        if ((rc = private_of(user_comm, &pc)) != MPI_SUCCESS)
+        if ((rc = private_of(user_comm, nonblocking, &pc)) != MPI_SUCCESS)
             return rc;
-        c->comm = pc->dup;
+        c->comm = pc->dup;      /* not usable yet while pc->ready = 0: see comm_pending */
+        c->comm_pending = !pc->ready;
         c->node_window = &pc->node_window;
     }
-    PMPI_Comm_rank(c->comm, &c->rank);
+    PMPI_Comm_rank(user_comm, &c->rank);    /* the same in the duplicate */
     c->datatype = MPI_BYTE;
     c->extent = 1;
     c->tag = MPIOPT_TAG;
     return MPI_SUCCESS;
+}
+
+int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
+{
+    return init_comm(c, user_comm, 0);
 }
 
 int mpiopt_private_tag(mpiopt_private_comm *pc)
@@ -161,9 +214,10 @@ int mpiopt_private_tag(mpiopt_private_comm *pc)
     return MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
 }
 
-int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op)
+int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op,
+                     int nonblocking)
 {
-    int rc = mpiopt_coll_init_comm(c, user_comm);
+    int rc = init_comm(c, user_comm, nonblocking);
     if (rc != MPI_SUCCESS)
         return rc;
     MPI_Aint lb, extent;

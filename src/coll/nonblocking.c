@@ -93,7 +93,7 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
 {
     mpiopt_call_plan plan;
     int rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
-                              a->root, &plan);
+                              a->root, 1, &plan);
     if (rc != MPI_SUCCESS)
         return mpiopt_raise(a->comm, rc);
     if (plan.algorithm == MPIOPT_ALG_VENDOR || vendor_only())

@@ -63,7 +63,7 @@ int mpiopt_reduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_Dat
 {
     mpiopt_call_plan plan;
     if (!mpiopt_plan_cached(1, algorithm, comm, count, datatype, op, root, &plan)) {
-        int rc = mpiopt_plan_call(1, algorithm, comm, count, datatype, op, root, &plan);
+        int rc = mpiopt_plan_call(1, algorithm, comm, count, datatype, op, root, 0, &plan);
         if (rc != MPI_SUCCESS)
             return mpiopt_raise(comm, rc);
     }
