@@ -5,7 +5,7 @@ FLAVOURS   ?= $(foreach f,openmpi mpich,$(if $(shell command -v mpicc.$(f) 2>/de
 VENV       := .venv
 PY         := $(VENV)/bin/python
 APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
-              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev
+              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind
 BUILD_TYPE ?= Release
 
 .PHONY: all deps venv build run test test-c test-py vec-report clean

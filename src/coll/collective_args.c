@@ -12,7 +12,8 @@ int mpiopt_predefined_op(MPI_Op op)
 
 /* The plan from the arguments alone; 1 if it may be remembered (plan_cache.c). */
 static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
-                         MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan)
+                         MPI_Datatype datatype, MPI_Op op, int root, int nonblocking,
+                         mpiopt_call_plan *plan)
 {
     int commutative;
     size_t bytes;
@@ -25,6 +26,14 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     /* MPICH's allreduce may give ranks different bits (collective_args.h): not for auto */
     int vendor_ok = !mpiopt_vendor_result_wrong(datatype, op) &&
                     (is_reduce || !mpiopt_vendor_allreduce_ranks_differ(datatype, op));
+#if defined(OMPI_MAJOR_VERSION)
+    /* Open MPI 4.1's own nonblocking and persistent collectives crash when the program frees
+     * their op, datatype or communicator before they complete (legal MPI; tests/c/
+     * plain_lifetimes.c, without the drop-in): auto gives such calls to mpiopt's schedules,
+     * which hold what they use (handles.c). */
+    if (nonblocking)
+        vendor_ok = 0;
+#endif
     mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
                                        vendor_ok, plan->rank);
     const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
@@ -68,7 +77,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         return rc;
     plan->algorithm = MPIOPT_ALG_VENDOR;
     if (requested == MPIOPT_ALG_VENDOR ||
-        !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, plan))
+        !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan))
         return MPI_SUCCESS;
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first
@@ -76,9 +85,11 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         rc = mpiopt_coll_init(&plan->coll, comm, datatype, op, nonblocking);
         if (rc != MPI_SUCCESS)
             return rc;
-        if (plan->coll.comm_pending)
-            return MPI_SUCCESS;     /* not a context a later call may reuse */
     }
+    /* the cache serves the blocking calls' hand-off: a nonblocking call's plan (its context may
+     * wait for an idup, its choice may differ) is not theirs */
+    if (nonblocking)
+        return MPI_SUCCESS;
     mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
     return MPI_SUCCESS;
 }

@@ -78,7 +78,17 @@ static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     private_comm *pc = attr;
     int rc = MPI_SUCCESS;
-    if (pc->node_window) {
+#if defined(OMPI_MAJOR_VERSION)
+    /* An idup of the program's communicator must end before that communicator does: Open MPI
+     * frees it here and crashed in a later MPI_Comm_dup otherwise. Every rank started the idup
+     * with an earlier collective on the communicator and is freeing it now too, so the wait
+     * completes. MPICH needs none of this: it keeps a communicator with operations pending and
+     * runs its delete callbacks once they end, inside its progress engine, where no wait may be
+     * made (it asserted). */
+    int ready;
+    rc = make_ready(pc, 1, &ready);
+#endif
+    if (rc == MPI_SUCCESS && pc->node_window) {
         rc = mpiopt_node_window_free(pc->dup);
         pc->node_window = NULL;
     }

@@ -92,11 +92,16 @@ static void report(const call *a, const mpiopt_call_plan *plan, const mpiopt_sch
 static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request)
 {
     mpiopt_call_plan plan;
-    int rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
-                              a->root, 1, &plan);
+    int rc;
+    if (vendor_only()) {    /* checked, and nothing of mpiopt's made (no private communicator) */
+        rc = mpiopt_check_arguments(a->is_reduce, a->comm, a->count, a->datatype, a->op, a->root);
+        return rc != MPI_SUCCESS ? mpiopt_raise(a->comm, rc) : vendor_start(a, request);
+    }
+    rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
+                          a->root, 1, &plan);
     if (rc != MPI_SUCCESS)
         return mpiopt_raise(a->comm, rc);
-    if (plan.algorithm == MPIOPT_ALG_VENDOR || vendor_only())
+    if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_start(a, request);
     if (!request)
         return mpiopt_raise(a->comm, MPI_ERR_REQUEST);

@@ -1,0 +1,141 @@
+"""The drop-in never crashes a correct MPI program (issue 21): tests/c/plain_lifetimes.c, one case
+a run, under every algorithm and `auto`, both MPIs, 1 to 5 ranks.
+
+- lifetimes: a user op, a derived datatype or a communicator freed between start and wait while
+  other collectives (likely reusing the freed handle) start and complete; persistent requests
+  restarted with new contents and freed while active;
+- errors: every bad argument under MPI_ERRORS_RETURN and a counting user handler, blocking,
+  nonblocking and persistent;
+- threads: MPI_THREAD_MULTIPLE with a communicator a thread;
+- progress: MPI_Comm_idup's beside MPI_Iallreduce (the shape that hung), vendor and mpiopt
+  collectives completed in reverse order around blocking point-to-point.
+
+The control: with MPIOPT_DEFER_FREES=0 (schedules hold nothing) the op and communicator cases
+must fail on both MPIs (and the datatype case on MPICH, which reuses the freed handle at once):
+the lifetime cases can fail. One MPI runs the lifetime cases under valgrind, which must report no
+invalid read, write or jump."""
+import os
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from mpiopt import algorithms, mpi
+from conftest import require_build
+
+LIFETIME_CASES = ("op", "type", "comm", "persistent")
+
+
+def every_algorithm(flavour):
+    return ["auto", *algorithms.names(flavour, kinds=("mpiopt",))]
+
+
+def run_case(flavour, p, case, env=None, timeout=120, wrapper=(), count=None):
+    """(returncode or None on a timeout, stdout, stderr) of one case under the drop-in. A hung run
+    is killed with its whole process group, so no rank is left spinning."""
+    exe = mpi.binary(flavour, "test-plain_lifetimes")
+    argv = [*wrapper, str(exe), case] + ([str(count)] if count else [])
+    cmd = mpi.launcher(flavour, p) + argv
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=mpi.launch_env(flavour, True, dict(os.environ, **(env or {}))),
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err
+
+
+def forced(alg):
+    return {} if alg == "auto" else {"MPIOPT_ALLREDUCE": alg, "MPIOPT_REDUCE": alg}
+
+
+def assert_passed(result, what):
+    rc, out, err = result
+    assert rc == 0 and " 0 failures" in out, f"{what}: rc={rc}\n{out[-1500:]}\n{err[-3000:]}"
+
+
+@pytest.mark.parametrize("case", LIFETIME_CASES)
+@pytest.mark.parametrize("p", [1, 2, 3, 5])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_lifetimes_every_algorithm(flavour, p, case):
+    require_build(flavour)
+    for alg in every_algorithm(flavour):
+        assert_passed(run_case(flavour, p, case, forced(alg)), f"{case} p={p} {alg}")
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_error_classes_every_algorithm(flavour, p):
+    """The standard's classes, raised once through the communicator's handler, whether or not
+    mpiopt's algorithm would have run (vendor included: MPICH 4.0.2 alone crashes on a negative
+    count under MPI_ERRORS_RETURN)."""
+    require_build(flavour)
+    for alg in ["vendor", *every_algorithm(flavour)]:
+        assert_passed(run_case(flavour, p, "errors", forced(alg)), f"errors p={p} {alg}")
+
+
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_thread_multiple_separate_communicators(flavour, p):
+    require_build(flavour)
+    for alg in ("auto", "binomial", "rabenseifner"):
+        assert_passed(run_case(flavour, p, "threads", forced(alg)), f"threads p={p} {alg}")
+
+
+@pytest.mark.parametrize("case", ["idup", "order"])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_progress_with_vendor_collectives(flavour, case):
+    require_build(flavour)
+    for p in (2, 3, 4):
+        algs = every_algorithm(flavour) if p == 3 else ["auto"]
+        for alg in algs:
+            assert_passed(run_case(flavour, p, case, forced(alg), timeout=90),
+                          f"{case} p={p} {alg}")
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_control_without_deferral_lifetime_cases_fail(flavour):
+    """The lifetime cases can fail: with the deferral off they do (wrong results, a crash or a
+    hang), on the same algorithm that passes above."""
+    require_build(flavour)
+    env = dict(forced("ring"), MPIOPT_DEFER_FREES="0")
+    must_fail = ["op", "comm"] + (["type"] if flavour == "mpich" else [])
+    for case in must_fail:
+        rc, out, err = run_case(flavour, 3, case, env, timeout=60)
+        assert rc != 0, f"{case} passed with MPIOPT_DEFER_FREES=0:\n{out}"
+        assert_passed(run_case(flavour, 3, case, forced("ring")), f"{case} with deferral")
+
+
+def test_lifetimes_under_valgrind():
+    """No use after free in the lifetime cases (MPICH, np 2): valgrind reports every invalid read,
+    write and jump, whether or not it happens to crash."""
+    require_build("mpich")
+    if not shutil.which("valgrind"):
+        pytest.fail("valgrind is not installed (make deps installs it)")
+    for case in ("op", "type", "comm"):
+        rc, out, err = run_case("mpich", 2, case, forced("ring"), timeout=600, count=20,
+                                wrapper=("valgrind", "-q", "--error-exitcode=99",
+                                         "--leak-check=no", "--undef-value-errors=no"))
+        assert rc == 0 and " 0 failures" in out, f"{case}: rc={rc}\n{out}\n{err[-4000:]}"
+        for bad in ("Invalid read", "Invalid write", "Jump to the invalid", "Invalid free"):
+            assert bad not in err, f"{case}: valgrind: {bad}\n{err[-4000:]}"
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_fortran_frees_and_errors(flavour, p):
+    """The same from `use mpi` (tests/fortran/dropin_lifetimes.f90): MPI_OP_FREE and MPI_COMM_FREE
+    with an allreduce pending, and bad arguments answered with the standard's classes."""
+    require_build(flavour)
+    exe = mpi.binary(flavour, "ftest-dropin_lifetimes")
+    if not exe.exists():
+        pytest.skip("no Fortran compiler in this build")
+    for alg in every_algorithm(flavour):
+        r = mpi.run(flavour, p, [exe], preload=True, env=dict(os.environ, **forced(alg)),
+                    timeout=120)
+        assert r.returncode == 0 and "flifetimes: ok" in r.stdout, \
+            f"{alg}: {r.stdout[-1000:]}{r.stderr[-2000:]}"
