@@ -70,6 +70,11 @@ int mpiopt_private_release(mpiopt_private_comm *held);
  * that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are in flight
  * together never match each other's receives. */
 int mpiopt_private_tag(mpiopt_private_comm *pc);
+/* Makes user_comm's private duplicate now if it has none (blocking, collective), where a later
+ * nonblocking call may need it and could not make it (Open MPI: collective_args.c, init.c). */
+int mpiopt_private_prepare(MPI_Comm user_comm);
+/* 1 if user_comm has its private duplicate (made, or being made). */
+int mpiopt_private_exists(MPI_Comm user_comm);
 /* The duplicate once it is usable (blocking: waits for it), else MPI_COMM_NULL in *dup. */
 int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup);
 /* The user communicator it duplicates, or MPI_COMM_NULL once the program freed that. */

@@ -79,6 +79,20 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (requested == MPIOPT_ALG_VENDOR ||
         !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan))
         return MPI_SUCCESS;
+#if defined(OMPI_MAJOR_VERSION)
+    /* Under Open MPI a private duplicate is made only by a blocking call (a blocking MPI_Comm_dup
+     * inside a nonblocking call deadlocked beside the program's pending MPI_Comm_idup, and an
+     * idup's id agreement crossed the program's own nonblocking collectives: MPICH's
+     * comm_idup_iallreduce and nonblocking3 tests). So every blocking call makes it, even one
+     * the vendor takes (once a communicator: this is the uncached path), MPI_Init makes
+     * MPI_COMM_WORLD's (src/interpose/init.c), and a nonblocking call on a communicator that has
+     * none yet goes to the vendor. */
+    if (!nonblocking && plan->algorithm == MPIOPT_ALG_VENDOR)
+        mpiopt_private_prepare(comm);
+    if (nonblocking && plan->algorithm != MPIOPT_ALG_VENDOR && plan->p > 1 &&
+        !mpiopt_private_exists(comm))
+        plan->algorithm = MPIOPT_ALG_VENDOR;
+#endif
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first
          * call on a communicator duplicates it) */

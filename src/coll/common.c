@@ -127,7 +127,9 @@ static int private_of(MPI_Comm user_comm, int nonblocking, private_comm **out)
         cached->user = user_comm;
         cached->dup = MPI_COMM_NULL;
         cached->dup_req = MPI_REQUEST_NULL;
-#ifndef SMPI_SAMPLE_FLOPS   /* SimGrid has no MPI_Comm_idup; its programs are ours */
+#if !defined(SMPI_SAMPLE_FLOPS) && !defined(OMPI_MAJOR_VERSION)
+        /* SimGrid has no MPI_Comm_idup (and its programs are ours); under Open MPI a nonblocking
+         * call never gets here (mpiopt_private_exists). */
         if (nonblocking)
             rc = PMPI_Comm_idup(user_comm, &cached->dup, &cached->dup_req);
         else
@@ -168,6 +170,25 @@ int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held)
 int mpiopt_private_release(mpiopt_private_comm *held)
 {
     return held ? drop_ref(held) : MPI_SUCCESS;
+}
+
+int mpiopt_private_prepare(MPI_Comm user_comm)
+{
+    int size, inter = 0;
+    private_comm *pc;
+    if (user_comm == MPI_COMM_NULL || PMPI_Comm_test_inter(user_comm, &inter) != MPI_SUCCESS ||
+        inter || PMPI_Comm_size(user_comm, &size) != MPI_SUCCESS || size < 2)
+        return MPI_SUCCESS;     /* nothing mpiopt would make (or the vendor's error to give) */
+    return private_of(user_comm, 0, &pc);
+}
+
+int mpiopt_private_exists(MPI_Comm user_comm)
+{
+    void *cached;
+    int found = 0;
+    pthread_once(&keyval_once, create_keyval);
+    return keyval_rc == MPI_SUCCESS &&
+           PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found) == MPI_SUCCESS && found;
 }
 
 int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup)

@@ -61,6 +61,8 @@ static int vendor_start(const call *a, MPI_Request *request)
  * inside the calls mpiopt intercepts, while the vendor's own advance in any MPI call: a program
  * in which one rank blocks in, say, MPI_Recv until another rank's MPI_Wait on a nonblocking
  * allreduce returns (legal MPI, rare in practice) needs the vendor's. */
+static int thread_multiple;
+
 static int vendor_only(void)
 {
     static int decided = -1;
@@ -68,9 +70,15 @@ static int vendor_only(void)
         int level;
         PMPI_Query_thread(&level);
         const char *env = getenv("MPIOPT_NONBLOCKING");
-        decided = level == MPI_THREAD_MULTIPLE || (env && !strcmp(env, "0"));
+        thread_multiple = level == MPI_THREAD_MULTIPLE;
+        decided = thread_multiple || (env && !strcmp(env, "0"));
     }
     return decided;
+}
+
+static const char *vendor_only_reason(void)
+{
+    return thread_multiple ? "MPI_THREAD_MULTIPLE" : "MPIOPT_NONBLOCKING=0";
 }
 
 /* MPIOPT_VERBOSE: one line on rank 0 per (call, algorithm), so a log shows that a program's
@@ -94,6 +102,13 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
     mpiopt_call_plan plan;
     int rc;
     if (vendor_only()) {    /* checked, and nothing of mpiopt's made (no private communicator) */
+        static int said;
+        int rank = 0;
+        if (!said && mpiopt_verbose() && PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS &&
+            rank == 0)
+            fprintf(stderr, "mpiopt: nonblocking and persistent calls go to the vendor (%s)\n",
+                    vendor_only_reason());
+        said = 1;
         rc = mpiopt_check_arguments(a->is_reduce, a->comm, a->count, a->datatype, a->op, a->root);
         return rc != MPI_SUCCESS ? mpiopt_raise(a->comm, rc) : vendor_start(a, request);
     }

@@ -51,7 +51,10 @@ static int grow(void **arr, int *cap, int n, size_t size)
 
 mpiopt_schedule *mpiopt_schedule_new(void)
 {
-    return calloc(1, sizeof(mpiopt_schedule));
+    mpiopt_schedule *s = calloc(1, sizeof(mpiopt_schedule));
+    if (s)   /* holds nothing until attached (a call of count 0 never is); null handles are not 0 */
+        s->held = (mpiopt_held){NULL, MPI_DATATYPE_NULL, MPI_OP_NULL};
+    return s;
 }
 
 int mpiopt_schedule_attach(mpiopt_schedule *s, mpiopt_coll *c, MPI_Comm user_comm)

@@ -50,7 +50,10 @@ program dropin_lifetimes
   call MPI_Op_free(other, ierr)
 
   ! a communicator freed with the allreduce on it pending
+  ! (a blocking reduction first: under Open MPI only those make mpiopt's private communicator,
+  ! and a nonblocking call on a communicator without one goes to the vendor, which crashes here)
   call MPI_Comm_dup(MPI_COMM_WORLD, comm, ierr)
+  call MPI_Allreduce(a, c, n, MPI_INTEGER, MPI_SUM, comm, ierr)
   call MPI_Iallreduce(a, b, n, MPI_INTEGER, MPI_SUM, comm, req, ierr)
   call MPI_Comm_free(comm, ierr)
   bad = bad .or. comm /= MPI_COMM_NULL

@@ -1,0 +1,49 @@
+/* MPI_Init / MPI_Init_thread for LD_PRELOAD, Open MPI only: MPI_COMM_WORLD gets mpiopt's private
+ * duplicate at once, while nothing else is pending, so that a program whose first reduction is a
+ * nonblocking one gets mpiopt's schedule for it (under Open MPI no nonblocking call makes a
+ * private duplicate itself: coll/collective_args.c says why), and with it the schedules' hold on
+ * freed objects that Open MPI's own nonblocking collectives lack. */
+#include "mpiopt.h"
+#include "coll/coll.h"
+
+#if defined(OMPI_MAJOR_VERSION)
+int MPI_Init(int *argc, char ***argv)
+{
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS)
+        mpiopt_private_prepare(MPI_COMM_WORLD);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        mpiopt_private_prepare(MPI_COMM_WORLD);
+    return rc;
+}
+#endif
+
+#if defined(OMPI_MAJOR_VERSION)
+#include "fortran.h"
+
+/* Open MPI's Fortran MPI_INIT calls PMPI_Init past the C name above. */
+static void init_f(MPI_Fint *ierr)
+{
+    int rc = MPI_Init(NULL, NULL);
+    if (ierr)
+        *ierr = (MPI_Fint)rc;
+}
+
+static void init_thread_f(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
+{
+    int p = 0, rc = MPI_Init_thread(NULL, NULL, (int)*required, &p);
+    *provided = (MPI_Fint)p;
+    if (ierr)
+        *ierr = (MPI_Fint)rc;
+}
+
+MPIOPT_FORTRAN_SYMBOLS(init_f, (MPI_Fint *a), (a), mpi_init, MPI_INIT)
+MPIOPT_FORTRAN_SYMBOLS(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
+                       mpi_init_thread, MPI_INIT_THREAD)
+#endif
