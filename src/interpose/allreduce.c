@@ -29,3 +29,7 @@ MPIOPT_FORTRAN_SYMBOLS(allreduce_f,
                         MPI_Fint *g),
                        (a, b, c, d, e, f, g),
                        mpi_allreduce, MPI_ALLREDUCE)
+MPIOPT_FORTRAN_F08_SYMBOL(allreduce_f,
+                          (void *a, void *b, MPI_Fint *c, MPI_Fint *d, MPI_Fint *e, MPI_Fint *f,
+                           MPI_Fint *g),
+                          (a, b, c, d, e, f, g), mpi_allreduce)

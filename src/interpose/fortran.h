@@ -17,6 +17,18 @@
     void LOWER PARAMS { IMPL ARGS; }                             \
     void UPPER PARAMS { IMPL ARGS; }
 
+/* Open MPI's `use mpi_f08` binding calls PMPI_* directly, past the names above (issue 27), so
+ * its own names are defined too: LOWER_f08_. Its handles (TYPE(MPI_Comm), …) are one integer
+ * passed by reference and its buffers plain addresses (gfortran's ignore-TKR form, Open MPI 4.1),
+ * as in `use mpi`; an absent ierror arrives as NULL. MPICH's mpi_f08 calls the C MPI_* functions,
+ * which mpiopt defines already. */
+#if defined(OMPI_MAJOR_VERSION)
+#define MPIOPT_FORTRAN_F08_SYMBOL(IMPL, PARAMS, ARGS, LOWER) \
+    void LOWER##_f08_ PARAMS { IMPL ARGS; }
+#else
+#define MPIOPT_FORTRAN_F08_SYMBOL(IMPL, PARAMS, ARGS, LOWER)
+#endif
+
 /* A Fortran buffer argument as C sees it: MPI_IN_PLACE and MPI_BOTTOM are Fortran variables
  * whose addresses are the sentinels (different ones in each MPI), mapped here to the C values. */
 void *mpiopt_fortran_buffer(void *addr);

@@ -27,3 +27,7 @@ MPIOPT_FORTRAN_SYMBOLS(reduce_f,
                         MPI_Fint *g, MPI_Fint *h),
                        (a, b, c, d, e, f, g, h),
                        mpi_reduce, MPI_REDUCE)
+MPIOPT_FORTRAN_F08_SYMBOL(reduce_f,
+                          (void *a, void *b, MPI_Fint *c, MPI_Fint *d, MPI_Fint *e, MPI_Fint *f,
+                           MPI_Fint *g, MPI_Fint *h),
+                          (a, b, c, d, e, f, g, h), mpi_reduce)

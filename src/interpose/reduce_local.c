@@ -22,3 +22,6 @@ MPIOPT_FORTRAN_SYMBOLS(reduce_local_f,
                        (void *a, void *b, MPI_Fint *c, MPI_Fint *d, MPI_Fint *e, MPI_Fint *f),
                        (a, b, c, d, e, f),
                        mpi_reduce_local, MPI_REDUCE_LOCAL)
+MPIOPT_FORTRAN_F08_SYMBOL(reduce_local_f,
+                          (void *a, void *b, MPI_Fint *c, MPI_Fint *d, MPI_Fint *e, MPI_Fint *f),
+                          (a, b, c, d, e, f), mpi_reduce_local)

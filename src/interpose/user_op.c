@@ -64,11 +64,4 @@ MPIOPT_FORTRAN_SYMBOLS(op_create_f, (void (*a)(void), MPI_Fint *b, MPI_Fint *c, 
                        (a, b, c, d), mpi_op_create, MPI_OP_CREATE)
 MPIOPT_FORTRAN_SYMBOLS(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free, MPI_OP_FREE)
 
-#if defined(OMPI_MAJOR_VERSION)
-/* Open MPI's `use mpi_f08` MPI_Op_free calls PMPI_Op_free past the symbols above; its
- * TYPE(MPI_Op) is one integer, passed by reference, and an absent ierror arrives as NULL. */
-void mpi_op_free_f08_(MPI_Fint *op, MPI_Fint *ierr)
-{
-    op_free_f(op, ierr);
-}
-#endif
+MPIOPT_FORTRAN_F08_SYMBOL(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free)
