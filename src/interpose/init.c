@@ -46,4 +46,7 @@ static void init_thread_f(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr
 MPIOPT_FORTRAN_SYMBOLS(init_f, (MPI_Fint *a), (a), mpi_init, MPI_INIT)
 MPIOPT_FORTRAN_SYMBOLS(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
                        mpi_init_thread, MPI_INIT_THREAD)
+MPIOPT_FORTRAN_F08_SYMBOL(init_f, (MPI_Fint *a), (a), mpi_init)
+MPIOPT_FORTRAN_F08_SYMBOL(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
+                          mpi_init_thread)
 #endif
