@@ -2,6 +2,7 @@
 #include <string.h>
 #include "mpiopt.h"
 #include "op_kernel.h"
+#include "coll/report.h"
 
 int mpiopt_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
                         MPI_Op op)
@@ -10,10 +11,16 @@ int mpiopt_reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Dataty
     /* count 0 included: MPICH rejects MPI_COMPLEX32, which mpiopt reduces, even then */
     if (count >= 0 && inbuf != MPI_IN_PLACE && inoutbuf != MPI_IN_PLACE &&
         mpiopt_find_kernel(datatype, op, &k)) {
+        mpiopt_report_call(MPIOPT_CALL_REDUCE_LOCAL, MPIOPT_ALG_AUTO, MPIOPT_TAKEN);
         if (count > 0)
             mpiopt_run2(k.k2, inbuf, inoutbuf, (size_t)count, k.elem_size);
         return MPI_SUCCESS;
     }
+    mpiopt_report_call(MPIOPT_CALL_REDUCE_LOCAL, MPIOPT_ALG_VENDOR,
+                       count < 0 || inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE
+                           ? MPIOPT_WHY_ARGUMENTS
+                       : mpiopt_vendor_takes(datatype, op) ? MPIOPT_WHY_DATATYPE
+                                                           : MPIOPT_WHY_USER_OP);
     /* bad arguments: the vendor returns its own error codes and messages. */
     return PMPI_Reduce_local(inbuf, inoutbuf, count, datatype, op);
 }

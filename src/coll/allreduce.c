@@ -36,6 +36,7 @@ int mpiopt_allreduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_
         if (rc != MPI_SUCCESS)
             return mpiopt_raise(comm, rc);
     }
+    mpiopt_report_call(MPIOPT_CALL_ALLREDUCE, plan.algorithm, plan.why);
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);

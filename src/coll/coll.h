@@ -238,6 +238,9 @@ int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op);
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
 
+/* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
+int mpiopt_env_asks_vendor(int is_reduce);
+
 /* 1 if MPIOPT_VERBOSE asks for a line on stderr about the choices made. */
 int mpiopt_verbose(void);
 

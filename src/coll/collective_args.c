@@ -37,13 +37,25 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
                                        vendor_ok, plan->rank);
     const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
-    if ((is_reduce ? info->reduce == NULL : info->allreduce == NULL) ||
-        !mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
-        mpiopt_vendor_takes(datatype, op) ||
-        !mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
-                                              mpiopt_predefined_op(op) : 1))
-        return 1;
-    plan->algorithm = a;
+    int inter = 0;
+    if (a == MPIOPT_ALG_VENDOR)
+        plan->why = requested == MPIOPT_ALG_AUTO && mpiopt_env_asks_vendor(is_reduce)
+                        ? MPIOPT_WHY_ENV
+                        : MPIOPT_WHY_FASTER;
+    else if (is_reduce ? info->reduce == NULL : info->allreduce == NULL)
+        plan->why = MPIOPT_WHY_ALGORITHM;
+    else if (PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter)
+        plan->why = MPIOPT_WHY_INTERCOMM;
+    else if (!mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
+             mpiopt_vendor_takes(datatype, op))
+        plan->why = MPIOPT_WHY_DATATYPE;
+    else if (!mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
+                                                   mpiopt_predefined_op(op) : 1))
+        plan->why = MPIOPT_WHY_ALGORITHM;
+    else {
+        plan->algorithm = a;
+        plan->why = MPIOPT_TAKEN;
+    }
     return 1;
 }
 
@@ -76,9 +88,13 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (rc != MPI_SUCCESS)
         return rc;
     plan->algorithm = MPIOPT_ALG_VENDOR;
-    if (requested == MPIOPT_ALG_VENDOR ||
-        !plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan))
+    plan->why = MPIOPT_WHY_REQUESTED;
+    if (requested == MPIOPT_ALG_VENDOR)
         return MPI_SUCCESS;
+    if (!plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan)) {
+        plan->why = MPIOPT_WHY_ARGUMENTS;
+        return MPI_SUCCESS;
+    }
 #if defined(OMPI_MAJOR_VERSION)
     /* Under Open MPI a private duplicate is made only by a blocking call (a blocking MPI_Comm_dup
      * inside a nonblocking call deadlocked beside the program's pending MPI_Comm_idup, and an
@@ -90,8 +106,10 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (!nonblocking && plan->algorithm == MPIOPT_ALG_VENDOR)
         mpiopt_private_prepare(comm);
     if (nonblocking && plan->algorithm != MPIOPT_ALG_VENDOR && plan->p > 1 &&
-        !mpiopt_private_exists(comm))
+        !mpiopt_private_exists(comm)) {
         plan->algorithm = MPIOPT_ALG_VENDOR;
+        plan->why = MPIOPT_WHY_NO_PRIVATE_COMM;
+    }
 #endif
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first

@@ -6,11 +6,13 @@
 #include <mpi.h>
 #include "mpiopt.h"
 #include "coll.h"
+#include "report.h"
 
 /* What mpiopt_allreduce / mpiopt_reduce decided for a call. */
 typedef struct {
     mpiopt_algorithm algorithm;     /* never AUTO; VENDOR: hand the call to PMPI_* unchanged */
     int p, rank;
+    mpiopt_vendor_reason why;       /* for VENDOR: why (MPIOPT_REPORT); else MPIOPT_TAKEN */
     /* For mpiopt's algorithms, the call's context (coll.h) without its buffers: the private
      * communicator, rank, size, extent, commutativity and kernel, found once when the call was
      * planned and kept with the plan, so a repeated call asks MPI for none of them (issue 15:

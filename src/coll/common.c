@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
+#include "report.h"
 #include "user_op.h"
 #include "schedule.h"
 
@@ -208,7 +209,10 @@ MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *held)
 
 int mpiopt_raise(MPI_Comm comm, int rc)
 {
-    if (rc != MPI_SUCCESS && comm != MPI_COMM_NULL)
+    if (rc == MPI_SUCCESS)
+        return rc;
+    mpiopt_report_door_now = MPIOPT_DOOR_C;    /* a call refused before it was counted */
+    if (comm != MPI_COMM_NULL)
         PMPI_Comm_call_errhandler(comm, rc);
     return rc;
 }

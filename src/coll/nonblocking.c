@@ -81,6 +81,14 @@ static const char *vendor_only_reason(void)
     return thread_multiple ? "MPI_THREAD_MULTIPLE" : "MPIOPT_NONBLOCKING=0";
 }
 
+static void count_call(const call *a, mpiopt_algorithm algorithm, mpiopt_vendor_reason why)
+{
+    static const mpiopt_call_kind kinds[4] = {MPIOPT_CALL_IALLREDUCE, MPIOPT_CALL_IREDUCE,
+                                              MPIOPT_CALL_ALLREDUCE_INIT,
+                                              MPIOPT_CALL_REDUCE_INIT};
+    mpiopt_report_call(kinds[2 * a->persistent + a->is_reduce], algorithm, why);
+}
+
 /* MPIOPT_VERBOSE: one line on rank 0 per (call, algorithm), so a log shows that a program's
  * nonblocking calls ran mpiopt's algorithm. */
 static void report(const call *a, const mpiopt_call_plan *plan, const mpiopt_schedule *s)
@@ -110,12 +118,15 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
                     vendor_only_reason());
         said = 1;
         rc = mpiopt_check_arguments(a->is_reduce, a->comm, a->count, a->datatype, a->op, a->root);
+        count_call(a, MPIOPT_ALG_VENDOR,
+                   thread_multiple ? MPIOPT_WHY_THREAD_MULTIPLE : MPIOPT_WHY_NONBLOCKING_OFF);
         return rc != MPI_SUCCESS ? mpiopt_raise(a->comm, rc) : vendor_start(a, request);
     }
     rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,
                           a->root, 1, &plan);
     if (rc != MPI_SUCCESS)
         return mpiopt_raise(a->comm, rc);
+    count_call(a, plan.algorithm, plan.why);
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_start(a, request);
     if (!request)

@@ -112,7 +112,8 @@ void mpiopt_plan_remember(int is_reduce, mpiopt_algorithm requested, MPI_Comm co
     unsigned gen = __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE);
     mpiopt_plan_key k = mpiopt_plan_make_key(is_reduce, requested, comm, count, datatype, op, root);
     write_slot(slot_of(&k), &k, plan, gen);
-    if (plan->algorithm == MPIOPT_ALG_VENDOR)
+    /* MPIOPT_REPORT counts every call on the planned path (report.h): no shortcut past it */
+    if (plan->algorithm == MPIOPT_ALG_VENDOR && !mpiopt_report_on)
         write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, plan, gen);
 }
 
@@ -132,7 +133,7 @@ int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm,
     if (!hit || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
         return 0;
     *plan = found;
-    if (found.algorithm == MPIOPT_ALG_VENDOR)
+    if (found.algorithm == MPIOPT_ALG_VENDOR && !mpiopt_report_on)
         write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, &found, gen);
     return 1;
 }

@@ -67,6 +67,7 @@ int mpiopt_reduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_Dat
         if (rc != MPI_SUCCESS)
             return mpiopt_raise(comm, rc);
     }
+    mpiopt_report_call(MPIOPT_CALL_REDUCE, plan.algorithm, plan.why);
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return vendor_reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     int rc = mpiopt_reduce_run(&plan, sendbuf, recvbuf, count, datatype, op, root, comm, NULL);

@@ -212,6 +212,12 @@ static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int r
                 (size_t)1 << size_class, mpiopt_algorithm_name(a));
 }
 
+int mpiopt_env_asks_vendor(int is_reduce)
+{
+    pthread_once(&once, load_settings);
+    return forced[is_reduce != 0] == MPIOPT_ALG_VENDOR;
+}
+
 int mpiopt_verbose(void)
 {
     pthread_once(&once, load_settings);

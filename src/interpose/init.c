@@ -1,17 +1,27 @@
-/* MPI_Init / MPI_Init_thread for LD_PRELOAD, Open MPI only: MPI_COMM_WORLD gets mpiopt's private
- * duplicate at once, while nothing else is pending, so that a program whose first reduction is a
- * nonblocking one gets mpiopt's schedule for it (under Open MPI no nonblocking call makes a
- * private duplicate itself: coll/collective_args.c says why), and with it the schedules' hold on
- * freed objects that Open MPI's own nonblocking collectives lack. */
+/* MPI_Init / MPI_Init_thread for LD_PRELOAD.
+ * - Every MPI: MPIOPT_REPORT's table is arranged for MPI_Finalize on every rank (coll/report.h).
+ * - Open MPI: MPI_COMM_WORLD gets mpiopt's private duplicate at once, while nothing else is
+ *   pending, so that a program whose first reduction is a nonblocking one gets mpiopt's schedule
+ *   for it (under Open MPI no nonblocking call makes a private duplicate itself:
+ *   coll/collective_args.c says why), and with it the schedules' hold on freed objects that Open
+ *   MPI's own nonblocking collectives lack. */
 #include "mpiopt.h"
 #include "coll/coll.h"
+#include "coll/report.h"
 
+static void started(void)
+{
 #if defined(OMPI_MAJOR_VERSION)
+    mpiopt_private_prepare(MPI_COMM_WORLD);
+#endif
+    mpiopt_report_start();
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
-        mpiopt_private_prepare(MPI_COMM_WORLD);
+        started();
     return rc;
 }
 
@@ -19,15 +29,16 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
-        mpiopt_private_prepare(MPI_COMM_WORLD);
+        started();
     return rc;
 }
-#endif
 
 #if defined(OMPI_MAJOR_VERSION)
 #include "fortran.h"
 
-/* Open MPI's Fortran MPI_INIT calls PMPI_Init past the C name above. */
+/* Open MPI's Fortran MPI_INIT calls PMPI_Init past the C name above. (MPICH's is left alone: it
+ * sets up its Fortran constants, MPI_IN_PLACE among them, before its C init; where it does not
+ * pass the C name, the report falls back to each process's own counts at exit.) */
 static void init_f(MPI_Fint *ierr)
 {
     int rc = MPI_Init(NULL, NULL);

@@ -12,14 +12,19 @@
 #include "mpiopt.h"
 #include "coll/coll.h"
 #include "coll/handoff.h"
+#include "coll/report.h"
 
 #ifdef MPIOPT_HAVE_LARGE_COUNT
 
-/* The int to pass on for count, or 0 if it needs the vendor's large-count call. */
-static int small(MPI_Count count, int *n)
+/* The int to pass on for count, or 0 if it needs the vendor's large-count call; either way the
+ * call is the report's (MPIOPT_REPORT) as a call of this door. */
+static int small(MPI_Count count, int *n, mpiopt_call_kind kind)
 {
-    if (count > INT_MAX)
+    mpiopt_report_door(MPIOPT_DOOR_LARGE_COUNT);
+    if (count > INT_MAX) {
+        mpiopt_report_call(kind, MPIOPT_ALG_VENDOR, MPIOPT_WHY_LARGE_COUNT);
         return 0;
+    }
     *n = count < 0 ? -1 : (int)count;
     return 1;
 }
@@ -28,7 +33,7 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
                     MPI_Op op, MPI_Comm comm)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_ALLREDUCE))
         return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
     return mpiopt_allreduce_entry(sendbuf, recvbuf, n, datatype, op, comm, MPIOPT_ALG_AUTO);
 }
@@ -37,7 +42,7 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
                  MPI_Op op, int root, MPI_Comm comm)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_REDUCE))
         return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
     return mpiopt_reduce_entry(sendbuf, recvbuf, n, datatype, op, root, comm, MPIOPT_ALG_AUTO);
 }
@@ -46,7 +51,7 @@ int MPI_Reduce_local_c(const void *inbuf, void *inoutbuf, MPI_Count count, MPI_D
                        MPI_Op op)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_REDUCE_LOCAL))
         return PMPI_Reduce_local_c(inbuf, inoutbuf, count, datatype, op);
     return mpiopt_reduce_local(inbuf, inoutbuf, n, datatype, op);
 }
@@ -55,7 +60,7 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
                      MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_IALLREDUCE))
         return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     return mpiopt_iallreduce(sendbuf, recvbuf, n, datatype, op, comm, MPIOPT_ALG_AUTO, request);
 }
@@ -64,7 +69,7 @@ int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_IREDUCE))
         return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     return mpiopt_ireduce(sendbuf, recvbuf, n, datatype, op, root, comm, MPIOPT_ALG_AUTO,
                           request);
@@ -75,7 +80,7 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count,
                          MPI_Request *request)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_ALLREDUCE_INIT))
         return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     return mpiopt_allreduce_init(sendbuf, recvbuf, n, datatype, op, comm, info, MPIOPT_ALG_AUTO,
                                  request);
@@ -85,7 +90,7 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
                       MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
     int n;
-    if (!small(count, &n))
+    if (!small(count, &n, MPIOPT_CALL_REDUCE_INIT))
         return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info,
                                   request);
     return mpiopt_reduce_init(sendbuf, recvbuf, n, datatype, op, root, comm, info,

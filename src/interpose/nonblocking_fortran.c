@@ -5,6 +5,7 @@
  * and statuses with PMPI_*_f2c / c2f around the C entry points. Fortran indices start at 1. */
 #include <stdlib.h>
 #include "mpiopt.h"
+#include "coll/report.h"     /* each Fortran binding tells the report its door */
 #include "fortran.h"
 
 #ifdef MPI_F_STATUS_SIZE
@@ -64,6 +65,7 @@ static void started(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)
 static void iallreduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                          MPI_Fint *op, MPI_Fint *comm, MPI_Fint *request, MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     MPI_Request r;
     int rc = mpiopt_iallreduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                                (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
@@ -75,6 +77,7 @@ static void ireduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *d
                       MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *request,
                       MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     MPI_Request r;
     int rc = mpiopt_ireduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                             (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root,
@@ -86,6 +89,7 @@ static void allreduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_
                              MPI_Fint *op, MPI_Fint *comm, MPI_Fint *info, MPI_Fint *request,
                              MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     MPI_Request r;
     int rc = mpiopt_allreduce_init(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                                    (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),
@@ -98,6 +102,7 @@ static void reduce_init_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fin
                           MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *info,
                           MPI_Fint *request, MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     MPI_Request r;
     int rc = mpiopt_reduce_init(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                                 (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op),

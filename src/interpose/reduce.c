@@ -4,6 +4,7 @@
 #include "mpiopt.h"
 #include "coll/coll.h"
 #include "coll/handoff.h"
+#include "coll/report.h"     /* each Fortran binding tells the report its door */
 #include "fortran.h"
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
@@ -15,6 +16,7 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 static void reduce_f(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype,
                      MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     int rc = mpiopt_reduce(mpiopt_fortran_buffer(sendbuf), mpiopt_fortran_buffer(recvbuf),
                            (int)*count, PMPI_Type_f2c(*datatype), PMPI_Op_f2c(*op), (int)*root,
                            PMPI_Comm_f2c(*comm), MPIOPT_ALG_AUTO);

@@ -1,6 +1,7 @@
 /* MPI_Reduce_local for LD_PRELOAD: the C binding and the Fortran (mpif.h / `use mpi`) bindings
  * of both Open MPI and MPICH, which name the symbol in the usual gfortran manglings. */
 #include "mpiopt.h"
+#include "coll/report.h"     /* each Fortran binding tells the report its door */
 #include "fortran.h"
 
 int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype datatype,
@@ -12,6 +13,7 @@ int MPI_Reduce_local(const void *inbuf, void *inoutbuf, int count, MPI_Datatype 
 static void reduce_local_f(void *inbuf, void *inoutbuf, MPI_Fint *count, MPI_Fint *datatype,
                            MPI_Fint *op, MPI_Fint *ierr)
 {
+    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);
     int rc = mpiopt_reduce_local(inbuf, inoutbuf, (int)*count, PMPI_Type_f2c(*datatype),
                                  PMPI_Op_f2c(*op));
     if (ierr)

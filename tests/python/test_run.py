@@ -1,6 +1,7 @@
 """`mpiopt run`: picks the launcher of the MPI a program links and really preloads libmpiopt."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,15 @@ def test_picks_the_launcher_and_preloads(programs, flavour):
         assert line.endswith(str(mpi.library(flavour)))  # LD_PRELOAD as the program sees it
     # libmpiopt's MPI_Allreduce ran: with MPIOPT_VERBOSE=1 rank 0 names the algorithm it chose
     assert "mpiopt" in r.stderr and "allreduce" in r.stderr
+
+
+@needs_build
+@pytest.mark.parametrize("flavour", BUILT)
+def test_report_option_prints_what_mpiopt_took(programs, flavour):
+    r = mpiopt("run", "-np", "2", "--report", "--", str(programs[flavour]))
+    assert r.returncode == 0, r.stderr
+    assert "mpiopt report (MPIOPT_REPORT): reduction calls of all 2 ranks" in r.stderr, r.stderr
+    assert re.search(r"^  MPI_Allreduce +2 +2 +0  ", r.stderr, re.M), r.stderr
 
 
 @needs_build

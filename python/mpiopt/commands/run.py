@@ -23,6 +23,7 @@ EXAMPLE = """examples:
   mpiopt run -np 4 -- ./cg 1000                 the MPI this binary links, libmpiopt preloaded
   mpiopt run -np 4 -- python3 app.py            an mpi4py program: the MPI of mpi4py
   MPIOPT_VERBOSE=1 mpiopt run -np 2 -- ./app    rank 0 names the algorithm auto picks
+  mpiopt run --report -np 4 -- ./app            at the end, what mpiopt ran and what the vendor
   mpiopt run -np 4 --bind-to core -- ./app      options mpiopt does not know go to the launcher
   mpiopt run -np 8 --rank-order MPICH_RANK_ORDER --hosts n1,n2 --ppn 4 -- ./app
 
@@ -161,6 +162,8 @@ def run(args) -> int:
         env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None)
         if profile_dir is not None:
             env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
+        if getattr(args, "report", False):
+            env["MPIOPT_REPORT"] = "1"
         if _slurm.in_allocation(os.environ) and not args.no_srun:
             cmd, slurm_env = _srun_args(args, Path(workdir), launcher_opts)
             cmd += program
@@ -217,6 +220,9 @@ def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the
                    help="inside a Slurm allocation (SLURM_JOB_ID set), use mpirun instead of srun")
     p.add_argument("--dry-run", action="store_true",
                    help="print the launch command, environment and placement files as JSON; run nothing")
+    p.add_argument("--report", action="store_true",
+                   help="at MPI_Finalize, print which reduction calls mpiopt ran and why the others "
+                        "went to the vendor (MPIOPT_REPORT=1)")
     p.add_argument("-v", "--verbose", action="store_true", help="print the launch command first")
     p.add_argument("--json", action="store_true", help=json_help)
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
