@@ -56,31 +56,22 @@ static int vendor_start(const call *a, MPI_Request *request)
 #endif
 }
 
-/* 1 where every nonblocking call goes to the vendor: with several threads in MPI (schedules are
- * advanced without locks), or when MPIOPT_NONBLOCKING=0 asks for it. A schedule advances only
- * inside the calls mpiopt intercepts, while the vendor's own advance in any MPI call: a program
- * in which one rank blocks in, say, MPI_Recv until another rank's MPI_Wait on a nonblocking
- * allreduce returns (legal MPI, rare in practice) needs the vendor's. */
-static int thread_multiple;
-
+/* 1 where every nonblocking call goes to the vendor: when MPIOPT_NONBLOCKING=0 asks for it. A
+ * schedule advances only inside the calls mpiopt intercepts, while the vendor's own advance in
+ * any MPI call: a program in which one rank blocks in, say, MPI_Recv until another rank's
+ * MPI_Wait on a nonblocking allreduce returns (legal MPI, rare in practice) needs the vendor's.
+ * Under MPI_THREAD_MULTIPLE the schedules are mpiopt's too (requests.c: one lock). */
 static int vendor_only(void)
 {
     static int decided = -1;
     if (decided < 0) {
-        int level;
-        PMPI_Query_thread(&level);
         const char *env = getenv("MPIOPT_NONBLOCKING");
-        thread_multiple = level == MPI_THREAD_MULTIPLE;
-        decided = thread_multiple || (env && !strcmp(env, "0"));
+        decided = env && !strcmp(env, "0");
     }
     return decided;
 }
 
-static const char *vendor_only_reason(void)
-{
-    return thread_multiple ? "MPI_THREAD_MULTIPLE" : "MPIOPT_NONBLOCKING=0";
-}
-
+/* MPIOPT_REPORT: one call of this kind, run by algorithm or handed to the vendor (why). */
 static void count_call(const call *a, mpiopt_algorithm algorithm, mpiopt_vendor_reason why)
 {
     static const mpiopt_call_kind kinds[4] = {MPIOPT_CALL_IALLREDUCE, MPIOPT_CALL_IREDUCE,
@@ -114,12 +105,11 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
         int rank = 0;
         if (!said && mpiopt_verbose() && PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS &&
             rank == 0)
-            fprintf(stderr, "mpiopt: nonblocking and persistent calls go to the vendor (%s)\n",
-                    vendor_only_reason());
+            fprintf(stderr, "mpiopt: nonblocking and persistent calls go to the vendor "
+                            "(MPIOPT_NONBLOCKING=0)\n");
         said = 1;
         rc = mpiopt_check_arguments(a->is_reduce, a->comm, a->count, a->datatype, a->op, a->root);
-        count_call(a, MPIOPT_ALG_VENDOR,
-                   thread_multiple ? MPIOPT_WHY_THREAD_MULTIPLE : MPIOPT_WHY_NONBLOCKING_OFF);
+        count_call(a, MPIOPT_ALG_VENDOR, MPIOPT_WHY_NONBLOCKING_OFF);
         return rc != MPI_SUCCESS ? mpiopt_raise(a->comm, rc) : vendor_start(a, request);
     }
     rc = mpiopt_plan_call(a->is_reduce, algorithm, a->comm, a->count, a->datatype, a->op,

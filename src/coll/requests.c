@@ -13,8 +13,15 @@
  * wait), the way libNBC progresses its schedules from any MPI call: a rank waiting on one request
  * must keep the others moving, since another rank may be waiting for their messages. A wait on
  * a single mpiopt request when no other schedule is active runs it with blocking waits instead.
- * When nothing of mpiopt's is live, every call is the vendor's at the cost of one test. */
+ * When nothing of mpiopt's is live, every call is the vendor's at the cost of one test.
+ *
+ * Threads. Under MPI_THREAD_MULTIPLE, one lock (recursive: an error handler the program calls
+ * from inside may call MPI) covers the list of requests and every schedule's progress, so any
+ * thread may start, test, wait for and free requests while the others do the same on their own
+ * communicators. A waiting thread takes it for one round of progress at a time and yields the
+ * core in between, and never waits blocking for one schedule: the others' would stall. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include "coll.h"
@@ -34,6 +41,42 @@ typedef struct request {
 
 static request *requests;   /* every live mpiopt request */
 static int finalize_keyval = MPI_KEYVAL_INVALID;
+
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static int threaded;        /* MPI_THREAD_MULTIPLE: lock() is a lock */
+static pthread_mutex_t requests_lock;
+
+static void find_thread_level(void)
+{
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    threaded = level == MPI_THREAD_MULTIPLE;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&requests_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+static void lock(void)
+{
+    pthread_once(&threads_once, find_thread_level);
+    if (threaded)
+        pthread_mutex_lock(&requests_lock);
+}
+
+static void unlock(void)
+{
+    if (threaded)
+        pthread_mutex_unlock(&requests_lock);
+}
+
+/* Whether any request of mpiopt's lives, read without the lock: a program's own request cannot
+ * become mpiopt's while it is being waited for, so a stale answer only costs a round. */
+static int any_requests(void)
+{
+    return __atomic_load_n(&requests, __ATOMIC_ACQUIRE) != NULL;
+}
 
 static request *find(MPI_Request handle)
 {
@@ -85,7 +128,7 @@ static int release(request *r, MPI_Request *handle, MPI_Status *status)
 {
     for (request **link = &requests; *link; link = &(*link)->next)
         if (*link == r) {
-            *link = r->next;
+            __atomic_store_n(link, r->next, __ATOMIC_RELEASE);   /* any_requests reads it */
             break;
         }
     MPI_Request own = r->handle;
@@ -154,17 +197,21 @@ static void idle(void)
         sched_yield();
 }
 
-/* Runs r's schedule to its end, keeping the others moving. */
+/* Runs r's schedule to its end, keeping the others moving. Called and returns with the lock
+ * held; lets it go between rounds. */
 static void complete(request *r)
 {
     while (!r->done) {
         int running = progress_all();
         if (r->done)
             break;
-        if (running == 1)
+        if (running == 1 && !threaded) {
             step(r, 1);     /* nothing else to keep moving: wait the way the blocking calls do */
-        else
+        } else {
+            unlock();
             idle();
+            lock();
+        }
     }
 }
 
@@ -191,35 +238,41 @@ static int finish(request *r, MPI_Request *handle, MPI_Status *status)
  * runs first thing there): a request freed while active must still send its messages. */
 static int finalize_drain(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
+    lock();
     while (progress_all() > 0)
         idle();
     while (requests)
         release(requests, NULL, MPI_STATUS_IGNORE);
+    unlock();
     return MPI_SUCCESS;
 }
 
 int mpiopt_request_new(mpiopt_schedule *schedule, int persistent, MPI_Request *handle)
 {
+    lock();
     if (finalize_keyval == MPI_KEYVAL_INVALID &&
         (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_drain, &finalize_keyval, NULL) !=
              MPI_SUCCESS ||
-         PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL) != MPI_SUCCESS))
+         PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL) != MPI_SUCCESS)) {
+        unlock();
         return MPI_ERR_INTERN;
+    }
     request *r = calloc(1, sizeof *r);
-    if (!r)
-        return MPI_ERR_NO_MEM;
-    int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, NULL, &r->handle);
+    int rc = r ? PMPI_Grequest_start(query_fn, free_fn, cancel_fn, NULL, &r->handle)
+               : MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS) {
         free(r);
+        unlock();
         return rc;
     }
     r->schedule = schedule;
     r->persistent = persistent;
     r->next = requests;
-    requests = r;
+    __atomic_store_n(&requests, r, __ATOMIC_RELEASE);
     *handle = r->handle;
     if (!persistent)
         start_schedule(r);
+    unlock();
     return MPI_SUCCESS;
 }
 
@@ -256,7 +309,7 @@ static MPI_Request *vendor_part(int n, const MPI_Request *reqs, request ***ours)
     return copy;
 }
 
-int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status)
+static int test_locked(MPI_Request *request, int *flag, MPI_Status *status)
 {
     if (!involved(1, request))
         return PMPI_Test(request, flag, status);
@@ -272,30 +325,51 @@ int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status)
     return r->done ? finish(r, request, status) : MPI_SUCCESS;
 }
 
-int mpiopt_request_wait(MPI_Request *request, MPI_Status *status)
+int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    if (!involved(1, request))
-        return PMPI_Wait(request, status);
-    struct request *r = find(*request);
-    if (!r) {
-        /* a vendor request, while schedules run: test it and keep them moving */
-        int flag = 0, rc;
-        while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag) {
-            if (progress_all() == 0)
-                return PMPI_Wait(request, status);
-            idle();
-        }
-        return rc;
-    }
-    if (!r->active) {
-        empty_status(status);
-        return MPI_SUCCESS;
-    }
-    complete(r);
-    return finish(r, request, status);
+    if (!any_requests())
+        return PMPI_Test(request, flag, status);
+    lock();
+    int rc = test_locked(request, flag, status);
+    unlock();
+    return rc;
 }
 
-int mpiopt_request_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+int mpiopt_request_wait(MPI_Request *request, MPI_Status *status)
+{
+    if (!any_requests())
+        return PMPI_Wait(request, status);
+    lock();
+    if (!involved(1, request)) {
+        unlock();
+        return PMPI_Wait(request, status);
+    }
+    struct request *r = find(*request);
+    int rc;
+    if (!r) {
+        /* a vendor request, while schedules run: test it and keep them moving */
+        int flag = 0;
+        while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag) {
+            if (progress_all() == 0) {
+                unlock();
+                return PMPI_Wait(request, status);
+            }
+            unlock();
+            idle();
+            lock();
+        }
+    } else if (!r->active) {
+        empty_status(status);
+        rc = MPI_SUCCESS;
+    } else {
+        complete(r);
+        rc = finish(r, request, status);
+    }
+    unlock();
+    return rc;
+}
+
+static int testall_locked(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
     if (!involved(count, reqs))
         return PMPI_Testall(count, reqs, flag, statuses);
@@ -330,9 +404,30 @@ int mpiopt_request_testall(int count, MPI_Request reqs[], int *flag, MPI_Status 
     return rc;
 }
 
+int mpiopt_request_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
+{
+    if (!any_requests())
+        return PMPI_Testall(count, reqs, flag, statuses);
+    lock();
+    int rc = testall_locked(count, reqs, flag, statuses);
+    unlock();
+    return rc;
+}
+
+/* 1 if a wait on these requests needs mpiopt (involved), asked under the lock. */
+static int involved_now(int n, const MPI_Request *reqs)
+{
+    if (!any_requests())
+        return 0;
+    lock();
+    int yes = involved(n, reqs);
+    unlock();
+    return yes;
+}
+
 int mpiopt_request_waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
 {
-    if (!involved(count, reqs))
+    if (!involved_now(count, reqs))
         return PMPI_Waitall(count, reqs, statuses);
     int flag = 0, rc;
     while ((rc = mpiopt_request_testall(count, reqs, &flag, statuses)) == MPI_SUCCESS && !flag)
@@ -340,8 +435,8 @@ int mpiopt_request_waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
     return rc;
 }
 
-int mpiopt_request_testany(int count, MPI_Request reqs[], int *index, int *flag,
-                           MPI_Status *status)
+static int testany_locked(int count, MPI_Request reqs[], int *index, int *flag,
+                          MPI_Status *status)
 {
     if (!involved(count, reqs))
         return PMPI_Testany(count, reqs, index, flag, status);
@@ -374,9 +469,20 @@ int mpiopt_request_testany(int count, MPI_Request reqs[], int *index, int *flag,
     return rc;
 }
 
+int mpiopt_request_testany(int count, MPI_Request reqs[], int *index, int *flag,
+                           MPI_Status *status)
+{
+    if (!any_requests())
+        return PMPI_Testany(count, reqs, index, flag, status);
+    lock();
+    int rc = testany_locked(count, reqs, index, flag, status);
+    unlock();
+    return rc;
+}
+
 int mpiopt_request_waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    if (!involved(count, reqs))
+    if (!involved_now(count, reqs))
         return PMPI_Waitany(count, reqs, index, status);
     int flag = 0, rc;
     while ((rc = mpiopt_request_testany(count, reqs, index, &flag, status)) == MPI_SUCCESS && !flag)
@@ -384,8 +490,8 @@ int mpiopt_request_waitany(int count, MPI_Request reqs[], int *index, MPI_Status
     return rc;
 }
 
-int mpiopt_request_testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                            MPI_Status statuses[])
+static int testsome_locked(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                           MPI_Status statuses[])
 {
     if (!involved(incount, reqs))
         return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
@@ -423,10 +529,21 @@ int mpiopt_request_testsome(int incount, MPI_Request reqs[], int *outcount, int 
     return rc;
 }
 
+int mpiopt_request_testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
+                            MPI_Status statuses[])
+{
+    if (!any_requests())
+        return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
+    lock();
+    int rc = testsome_locked(incount, reqs, outcount, indices, statuses);
+    unlock();
+    return rc;
+}
+
 int mpiopt_request_waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
                             MPI_Status statuses[])
 {
-    if (!involved(incount, reqs))
+    if (!involved_now(incount, reqs))
         return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
     int rc;
     while ((rc = mpiopt_request_testsome(incount, reqs, outcount, indices, statuses)) ==
@@ -437,19 +554,26 @@ int mpiopt_request_waitsome(int incount, MPI_Request reqs[], int *outcount, int 
 
 int mpiopt_request_start(MPI_Request *request)
 {
-    struct request *r = requests ? find(*request) : NULL;
-    if (!r)
+    if (!any_requests())
         return PMPI_Start(request);
-    if (r->active)
-        return MPI_ERR_REQUEST;     /* MPI: a persistent request is started only when inactive */
-    mpiopt_schedule_restart(r->schedule);
-    start_schedule(r);
-    return MPI_SUCCESS;
+    lock();
+    struct request *r = find(*request);
+    int rc = MPI_SUCCESS;
+    if (!r)
+        rc = PMPI_Start(request);
+    else if (r->active)
+        rc = MPI_ERR_REQUEST;   /* MPI: a persistent request is started only when inactive */
+    else {
+        mpiopt_schedule_restart(r->schedule);
+        start_schedule(r);
+    }
+    unlock();
+    return rc;
 }
 
 int mpiopt_request_startall(int count, MPI_Request reqs[])
 {
-    if (!requests)
+    if (!any_requests())
         return PMPI_Startall(count, reqs);
     for (int i = 0; i < count; i++) {
         int rc = mpiopt_request_start(&reqs[i]);
@@ -461,27 +585,39 @@ int mpiopt_request_startall(int count, MPI_Request reqs[])
 
 int mpiopt_request_free(MPI_Request *request)
 {
-    struct request *r = requests ? find(*request) : NULL;
-    if (!r)
+    if (!any_requests())
         return PMPI_Request_free(request);
-    if (r->active && !r->done) {
+    lock();
+    struct request *r = find(*request);
+    int rc = MPI_SUCCESS;
+    if (!r) {
+        rc = PMPI_Request_free(request);
+    } else if (r->active && !r->done) {
         r->freed = 1;       /* released by a later call once done, at the latest at finalize */
         *request = MPI_REQUEST_NULL;
-        return MPI_SUCCESS;
+    } else {
+        rc = release(r, request, MPI_STATUS_IGNORE);
+        *request = MPI_REQUEST_NULL;
     }
-    int rc = release(r, request, MPI_STATUS_IGNORE);
-    *request = MPI_REQUEST_NULL;
+    unlock();
     return rc;
 }
 
 int mpiopt_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
-    struct request *r = requests ? find(request) : NULL;
-    if (!r)
+    if (!any_requests())
         return PMPI_Request_get_status(request, flag, status);
-    progress_all();
-    *flag = !r->active || r->done;
-    if (*flag)
-        empty_status(status);
-    return MPI_SUCCESS;
+    lock();
+    struct request *r = find(request);
+    int rc = MPI_SUCCESS;
+    if (!r) {
+        rc = PMPI_Request_get_status(request, flag, status);
+    } else {
+        progress_all();
+        *flag = !r->active || r->done;
+        if (*flag)
+            empty_status(status);
+    }
+    unlock();
+    return rc;
 }

@@ -21,13 +21,22 @@
  * its own names are defined too: LOWER_f08_. Its handles (TYPE(MPI_Comm), …) are one integer
  * passed by reference and its buffers plain addresses (gfortran's ignore-TKR form, Open MPI 4.1),
  * as in `use mpi`; an absent ierror arrives as NULL. MPICH's mpi_f08 calls the C MPI_* functions,
- * which mpiopt defines already. */
+ * which mpiopt defines already, except for requests (below). */
 #if defined(OMPI_MAJOR_VERSION)
 #define MPIOPT_FORTRAN_F08_SYMBOL(IMPL, PARAMS, ARGS, LOWER) \
     void LOWER##_f08_ PARAMS { IMPL ARGS; }
 #else
 #define MPIOPT_FORTRAN_F08_SYMBOL(IMPL, PARAMS, ARGS, LOWER)
 #endif
+
+/* The `use mpi_f08` names of the calls that complete, start and free requests, on both MPIs:
+ * MPICH's f08 layer starts a nonblocking reduction through the C MPI_Iallreduce (mpiopt's) but
+ * waits with PMPI_Wait, which would never complete mpiopt's request (the program hung). Its f08
+ * handles are the C ints and its f08 status is the C MPI_Status; Open MPI's f08 calls share its
+ * mpif.h code. So the mpif.h implementations serve, with MPICH's f08 MPI_STATUS_IGNORE
+ * (MPI_F08_STATUS_IGNORE) known to them. */
+#define MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(IMPL, PARAMS, ARGS, LOWER) \
+    void LOWER##_f08_ PARAMS { IMPL ARGS; }
 
 /* A Fortran buffer argument as C sees it: MPI_IN_PLACE and MPI_BOTTOM are Fortran variables
  * whose addresses are the sentinels (different ones in each MPI), mapped here to the C values. */

@@ -25,6 +25,10 @@ static MPI_Status *c_statuses(MPI_Fint *f, int n)
 {
     if (f == MPI_F_STATUS_IGNORE || f == MPI_F_STATUSES_IGNORE)
         return MPI_STATUSES_IGNORE;
+#if defined(MPICH_VERSION)
+    if (f == (MPI_Fint *)MPI_F08_STATUS_IGNORE || f == (MPI_Fint *)MPI_F08_STATUSES_IGNORE)
+        return MPI_STATUSES_IGNORE;     /* `use mpi_f08` (fortran.h) */
+#endif
     return malloc(sizeof(MPI_Status) * (size_t)(n > 0 ? n : 1));
 }
 
@@ -245,6 +249,18 @@ static void request_free_f(MPI_Fint *request, MPI_Fint *ierr)
     set_ierr(ierr, rc);
 }
 
+static void request_get_status_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *status,
+                                 MPI_Fint *ierr)
+{
+    MPI_Status *st = c_statuses(status, 1);
+    int done = 0;
+    int rc = mpiopt_request_get_status(PMPI_Request_f2c(*request), &done,
+                                       st == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : st);
+    *flag = done != 0;
+    f_statuses(st, status, done ? 1 : 0);
+    set_ierr(ierr, rc);
+}
+
 typedef MPI_Fint F;
 MPIOPT_FORTRAN_SYMBOLS(iallreduce_f, (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h),
                        (a, b, c, d, e, f, g, h), mpi_iallreduce, MPI_IALLREDUCE)
@@ -283,3 +299,39 @@ MPIOPT_FORTRAN_SYMBOLS(start_f, (F *a, F *b), (a, b), mpi_start, MPI_START)
 MPIOPT_FORTRAN_SYMBOLS(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall, MPI_STARTALL)
 MPIOPT_FORTRAN_SYMBOLS(request_free_f, (F *a, F *b), (a, b), mpi_request_free,
                        MPI_REQUEST_FREE)
+MPIOPT_FORTRAN_SYMBOLS(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
+                       mpi_request_get_status, MPI_REQUEST_GET_STATUS)
+
+/* `use mpi_f08` (fortran.h): the completion calls on both MPIs, the starts on Open MPI (MPICH's
+ * reach the C functions) */
+MPIOPT_FORTRAN_F08_SYMBOL(iallreduce_f, (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h),
+                          (a, b, c, d, e, f, g, h), mpi_iallreduce)
+MPIOPT_FORTRAN_F08_SYMBOL(ireduce_f,
+                          (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
+                          (a, b, c, d, e, f, g, h, i), mpi_ireduce)
+#if MPI_VERSION < 4
+MPIOPT_FORTRAN_F08_SYMBOL(allreduce_init_f,
+                          (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
+                          (a, b, c, d, e, f, g, h, i), mpix_allreduce_init)
+MPIOPT_FORTRAN_F08_SYMBOL(reduce_init_f,
+                          (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i, F *j),
+                          (a, b, c, d, e, f, g, h, i, j), mpix_reduce_init)
+#endif
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(wait_f, (F *a, F *b, F *c), (a, b, c), mpi_wait)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(test_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_test)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitall_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_waitall)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testall_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
+                                  mpi_testall)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitany_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
+                                  mpi_waitany)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testany_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+                                  (a, b, c, d, e, f), mpi_testany)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+                                  (a, b, c, d, e, f), mpi_waitsome)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+                                  (a, b, c, d, e, f), mpi_testsome)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(start_f, (F *a, F *b), (a, b), mpi_start)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_free_f, (F *a, F *b), (a, b), mpi_request_free)
+MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
+                                  mpi_request_get_status)
