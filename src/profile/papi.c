@@ -24,6 +24,8 @@ static struct {
     int (*start)(int);
     int (*stop)(int, long long *);
     char *(*strerror)(int);
+    int (*num_components)(void);                             /* optional: for the reason */
+    const PAPI_component_info_t *(*get_component_info)(int);
 } papi;
 static int eventset = PAPI_NULL;
 
@@ -47,10 +49,31 @@ static int load(void)
     papi.start = (int (*)(int))dlsym(lib, "PAPI_start");
     papi.stop = (int (*)(int, long long *))dlsym(lib, "PAPI_stop");
     papi.strerror = (char *(*)(int))dlsym(lib, "PAPI_strerror");
+    papi.num_components = (int (*)(void))dlsym(lib, "PAPI_num_components");
+    papi.get_component_info =
+        (const PAPI_component_info_t *(*)(int))dlsym(lib, "PAPI_get_component_info");
     if (!papi.library_init || !papi.create_eventset || !papi.add_named_event || !papi.start ||
         !papi.stop || !papi.strerror)
         return unavailable("%s lacks PAPI functions", "libpapi");
     return 0;
+}
+
+/* Why PAPI's perf_event component is off, as "; PAPI's perf_event component is disabled: ...",
+ * or "": on a virtual machine without a PMU, libpfm4 finds no default PMU and PAPI then disables
+ * the component, software events (perf::TASK-CLOCK) included. */
+static const char *perf_event_disabled(void)
+{
+    static char text[160];
+    int n = papi.num_components ? papi.num_components() : 0;
+    for (int i = 0; i < n && papi.get_component_info; i++) {
+        const PAPI_component_info_t *c = papi.get_component_info(i);
+        if (c && c->disabled && !strcmp(c->name, "perf_event")) {
+            snprintf(text, sizeof text, "; PAPI's perf_event component is disabled: %.100s",
+                     c->disabled_reason);
+            return text;
+        }
+    }
+    return "";
 }
 
 void prof_papi_start(void)
@@ -79,8 +102,9 @@ void prof_papi_start(void)
         if (prof_papi.nevents == PROF_PAPI_MAX)
             break;
         if ((rc = papi.add_named_event(eventset, ev)) != PAPI_OK) {
-            char what[128];
-            snprintf(what, sizeof what, "%.40s: %.80s", ev, papi.strerror(rc));
+            char what[256];
+            snprintf(what, sizeof what, "%.40s: %.80s%s", ev, papi.strerror(rc),
+                     perf_event_disabled());
             unavailable("cannot count %s", what);
             return;
         }
@@ -110,6 +134,24 @@ void prof_papi_stop(void)
 }
 
 #else
+
+/* Why PAPI's perf_event component is off, as "; PAPI's perf_event component is disabled: ...",
+ * or "": on a virtual machine without a PMU, libpfm4 finds no default PMU and PAPI then disables
+ * the component, software events (perf::TASK-CLOCK) included. */
+static const char *perf_event_disabled(void)
+{
+    static char text[160];
+    int n = papi.num_components ? papi.num_components() : 0;
+    for (int i = 0; i < n && papi.get_component_info; i++) {
+        const PAPI_component_info_t *c = papi.get_component_info(i);
+        if (c && c->disabled && !strcmp(c->name, "perf_event")) {
+            snprintf(text, sizeof text, "; PAPI's perf_event component is disabled: %.100s",
+                     c->disabled_reason);
+            return text;
+        }
+    }
+    return "";
+}
 
 void prof_papi_start(void)
 {
