@@ -63,6 +63,21 @@ test-py: build venv
 
 test: test-c test-py
 
+# The quick tier for developers (under 3 minutes once built): every allreduce/reduce algorithm at
+# p = 3 (not a power of two) and their nonblocking and persistent forms, the drop-in (C, Fortran,
+# mpi4py; reduce_local), the CLI, flavour detection at configure; both MPIs. `make test` stays
+# the whole suite.
+CHECK_FILES := $(addprefix tests/python/,test_coll.py test_nonblocking.py test_dropin.py \
+                 test_kernels.py test_cli.py test_install.py)
+CHECK_K     := (test_coll.py and (openmpi-p3 or mpich-p3 or env_forces_algorithm)) \
+               or (test_nonblocking.py and ((checker_matches_reference and -3-) \
+                                             or (every_algorithm and (3-openmpi or 3-mpich)))) \
+               or test_dropin.py or test_cli.py \
+               or (test_kernels.py and (dropin_fixes_vendor_results or isa_can_be_forced)) \
+               or configure_only_detects_flavour
+check: build venv
+	$(PY) -m pytest -q $(CHECK_FILES) -k "$(CHECK_K)"
+
 # Current MPIs as a user gets them from pip, to build and install mpiopt against (not part of
 # `make test`: the downloads are ~100 MB; see README "Using your own MPI").
 mpis:

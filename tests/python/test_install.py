@@ -213,3 +213,19 @@ def test_moved_prefix(installed, tmp_path):
     if shutil.which("pkg-config"):
         libs = run(["pkg-config", "--libs", "mpiopt"], env).stdout
         assert str(moved) in libs and str(installed.prefix) not in libs, libs
+
+
+@pytest.mark.parametrize("m", debian_mpis(), ids=lambda m: m.name)
+def test_configure_only_detects_flavour(m, tmp_path):
+    """The quick form (configure only, for `make check`): the flavour comes from mpi.h, and an
+    -DMPI_FLAVOUR that contradicts it is kept (an override) but warned about."""
+    env = m.environ()
+    base = ["cmake", "-S", ROOT, f"-DCMAKE_C_COMPILER={m.mpicc}", "-DMPIOPT_TESTS=OFF",
+            "-DMPIOPT_FORTRAN=OFF"]
+    r = run(base + ["-B", tmp_path / "detected"], env)
+    assert f"mpiopt: MPI flavour {m.flavour} (" in r.stdout, r.stdout[-2000:]
+    assert "mpiopt: Fortran skipped: MPIOPT_FORTRAN=OFF" in r.stdout
+    other = "mpich" if m.flavour == "openmpi" else "openmpi"
+    r = run(base + ["-B", tmp_path / "forced", f"-DMPI_FLAVOUR={other}"], env)
+    assert f"mpiopt: MPI flavour {other} (" in r.stdout, r.stdout[-2000:]
+    assert f"-DMPI_FLAVOUR={other} overrides the flavour found in mpi.h" in r.stderr, r.stderr[-2000:]
