@@ -51,7 +51,7 @@ end program mpiopt_use_mpi_f08
   if(NOT MPIOPT_FORTRAN_USE_MPI)
     set(_why "`use mpi` does not compile with ${CMAKE_Fortran_COMPILER} (no mpi.mod for this compiler?)")
     if(DEFINED MPIOPT_MPIFORT AND NOT MPIOPT_MPIFORT)
-      string(APPEND _why "; no mpifort or mpif90 next to ${CMAKE_C_COMPILER}")
+      string(APPEND _why "; no mpifort or mpif90 next to ${_mpiopt_cc}")
     endif()
   elseif(NOT OpenMP_Fortran_FOUND)
     set(_why "${CMAKE_Fortran_COMPILER} has no OpenMP")

@@ -110,8 +110,13 @@ message(STATUS "mpiopt: MPI flavour ${MPI_FLAVOUR} (${MPIOPT_MPI_NAME})")
 # Next to the compiler first: Debian's mpicc.mpich sits beside mpiexec.mpich while /usr/bin/mpiexec
 # may be the other MPI (update-alternatives); a PyPI or module MPI keeps both in one bin/. FindMPI's
 # MPIEXEC_EXECUTABLE and PATH come after.
-get_filename_component(_mpiopt_cc_dir "${CMAKE_C_COMPILER}" DIRECTORY)
-get_filename_component(_mpiopt_cc_name "${CMAKE_C_COMPILER}" NAME)
+# (with a plain compiler: next to the mpicc FindMPI asked, when it asked one)
+set(_mpiopt_cc "${CMAKE_C_COMPILER}")
+if(MPIOPT_MPI_TARGET AND MPI_C_COMPILER)
+  set(_mpiopt_cc "${MPI_C_COMPILER}")
+endif()
+get_filename_component(_mpiopt_cc_dir "${_mpiopt_cc}" DIRECTORY)
+get_filename_component(_mpiopt_cc_name "${_mpiopt_cc}" NAME)
 set(_mpiopt_exec_names)
 if(_mpiopt_cc_name MATCHES "^mpicc(\\..+)$")        # mpicc.mpich → mpiexec.mpich
   list(APPEND _mpiopt_exec_names mpiexec${CMAKE_MATCH_1} mpirun${CMAKE_MATCH_1})
@@ -126,7 +131,7 @@ if(NOT MPIOPT_MPIEXEC)
   find_program(MPIOPT_MPIEXEC NAMES ${_mpiopt_exec_names})
 endif()
 if(NOT MPIOPT_MPIEXEC)
-  message(STATUS "mpiopt: no mpiexec found next to ${CMAKE_C_COMPILER}: ctest's unit tests will not run")
+  message(STATUS "mpiopt: no mpiexec found next to ${_mpiopt_cc}: ctest's unit tests will not run")
   set(MPIOPT_MPIEXEC mpiexec)
 endif()
 
