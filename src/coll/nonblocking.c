@@ -15,7 +15,7 @@
 
 /* MPI-4 persistent collectives: MPICH 4 has them, Open MPI 4.1 as MPIX_ in its pcollreq
  * extension; SimGrid has none. */
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
 #define VENDOR_ALLREDUCE_INIT PMPI_Allreduce_init
 #define VENDOR_REDUCE_INIT PMPI_Reduce_init
 #elif defined(OMPI_MAJOR_VERSION)

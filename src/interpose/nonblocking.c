@@ -18,7 +18,7 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
                           request);
 }
 
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
 #define PERSISTENT_NAME(name) MPI_##name
 #elif defined(OMPI_MAJOR_VERSION)
 #include <mpi-ext.h>

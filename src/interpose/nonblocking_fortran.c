@@ -266,7 +266,7 @@ MPIOPT_FORTRAN_SYMBOLS(iallreduce_f, (void *a, void *b, F *c, F *d, F *e, F *f, 
                        (a, b, c, d, e, f, g, h), mpi_iallreduce, MPI_IALLREDUCE)
 MPIOPT_FORTRAN_SYMBOLS(ireduce_f, (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
                        (a, b, c, d, e, f, g, h, i), mpi_ireduce, MPI_IREDUCE)
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
 MPIOPT_FORTRAN_SYMBOLS(allreduce_init_f,
                        (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
                        (a, b, c, d, e, f, g, h, i), mpi_allreduce_init, MPI_ALLREDUCE_INIT)
@@ -309,7 +309,7 @@ MPIOPT_FORTRAN_F08_SYMBOL(iallreduce_f, (void *a, void *b, F *c, F *d, F *e, F *
 MPIOPT_FORTRAN_F08_SYMBOL(ireduce_f,
                           (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
                           (a, b, c, d, e, f, g, h, i), mpi_ireduce)
-#if MPI_VERSION < 4
+#if MPI_VERSION < 4 && !defined(MPIOPT_HAVE_PERSISTENT_COLL)
 MPIOPT_FORTRAN_F08_SYMBOL(allreduce_init_f,
                           (void *a, void *b, F *c, F *d, F *e, F *f, F *g, F *h, F *i),
                           (a, b, c, d, e, f, g, h, i), mpix_allreduce_init)
