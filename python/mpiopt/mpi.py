@@ -44,16 +44,18 @@ def built_flavours() -> list[str]:
     return [f for f in available_flavours() if library(f).exists()]
 
 
-def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: bool = False) -> list[str]:
-    """The command prefix that starts `np` ranks with `flavour`'s launcher on this machine."""
+def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: bool = False,
+             mpiexec: Path | None = None) -> list[str]:
+    """The command prefix that starts `np` ranks with `flavour`'s launcher on this machine
+    (Debian's, or `mpiexec`: that of another installation of the flavour)."""
     if flavour == "openmpi":
-        cmd = ["mpirun.openmpi", "--oversubscribe", "-np", str(np)]
+        cmd = [str(mpiexec or "mpirun.openmpi"), "--oversubscribe", "-np", str(np)]
         if os.geteuid() == 0:
             cmd.insert(1, "--allow-run-as-root")
         if bind_none:
             cmd[1:1] = ["--bind-to", "none"]
     elif flavour == "mpich":
-        cmd = ["mpirun.mpich", "-np", str(np)]
+        cmd = [str(mpiexec or "mpirun.mpich"), "-np", str(np)]
         if bind_none:
             cmd[1:1] = ["-bind-to", "none"]
     else:
@@ -62,15 +64,17 @@ def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: b
 
 
 def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
-               profile: bool = False) -> dict:
+               profile: bool = False, lib: Path | None = None) -> dict:
     """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt
-    and/or the profiler (first, so that it times the drop-in's MPI_Allreduce too)."""
+    (this build tree's for the flavour, or `lib`) and/or the profiler (first, so that it times
+    the drop-in's MPI_Allreduce too)."""
     out = dict(os.environ if env is None else env)
     if flavour == "openmpi":
         out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
         # no network interfaces but loopback here: keep Open MPI from probing others
         out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-    libs = ([str(profile_library(flavour))] if profile else []) + ([str(library(flavour))] if preload else [])
+    libs = ([str(profile_library(flavour))] if profile else []) + \
+        ([str(lib or library(flavour))] if preload else [])
     if libs:
         lib = ":".join(libs)
         out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
@@ -86,14 +90,47 @@ def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: 
                           env=launch_env(flavour, preload, env))
 
 
-def linked_flavour(executable: str | Path) -> str | None:
-    """Which MPI an executable (or a Python interpreter with mpi4py, via its extension) links."""
+def mpi_of_ldd(ldd_output: str) -> tuple[str | None, Path | None]:
+    """(flavour, resolved path of the MPI library) from `ldd` output, by the library's ABI name:
+    libmpi.so.40 is Open MPI's; libmpich.so.12 and libmpi.so.12 are MPICH's ABI (MPICH, Intel
+    MPI, MVAPICH, Cray MPICH). The path is None where ldd found no file."""
+    for line in ldd_output.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        name = words[0]
+        path = Path(words[2]) if len(words) > 2 and words[1] == "=>" and words[2].startswith("/") else None
+        if name.startswith(("libmpich.so", "libmpi.so.12")):
+            return "mpich", path
+        if name.startswith(("libmpi.so.40", "libopen-")) or name == "libmpi.so":
+            return "openmpi", path
+    return None, None
+
+
+def linked_mpi(executable: str | Path) -> tuple[str | None, Path | None]:
+    """(flavour, MPI library path) an executable (or mpi4py's extension module) links."""
     try:
         out = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
+        return None, None
+    return mpi_of_ldd(out)
+
+
+def linked_flavour(executable: str | Path) -> str | None:
+    """Which MPI an executable (or a Python interpreter with mpi4py, via its extension) links."""
+    return linked_mpi(executable)[0]
+
+
+def own_launcher(mpi_library: Path | None) -> Path | None:
+    """The mpiexec of the MPI installation a library belongs to (PREFIX/lib/libmpi… →
+    PREFIX/bin/mpiexec), for an MPI outside the system's own directories (a module, a Spack or pip
+    install); None for Debian's, whose launchers have flavour names (mpirun.openmpi, …)."""
+    if mpi_library is None:
         return None
-    if "libmpich" in out:
-        return "mpich"
-    if "libmpi.so" in out or "libopen-" in out:
-        return "openmpi"
+    prefix = mpi_library.resolve().parent.parent
+    if prefix in (Path("/usr"), Path("/")) or str(prefix).startswith("/usr/lib"):
+        return None
+    for name in ("mpiexec", "mpirun"):
+        if (prefix / "bin" / name).exists():
+            return prefix / "bin" / name
     return None

@@ -151,3 +151,51 @@ def test_rank_order_places_ranks(programs, tmp_path):
 def test_help_has_an_example():
     r = mpiopt("run", "--help")
     assert r.returncode == 0 and "examples:" in r.stdout and "--no-preload" in r.stdout
+
+
+# ---- which libmpiopt.so, which launcher: the MPI the program links (issue 22) ----
+
+def test_mpi_of_ldd_names_the_abi():
+    assert mpi.mpi_of_ldd("\tlibmpi.so.40 => /usr/lib/x86_64-linux-gnu/libmpi.so.40 (0x7f)\n") == \
+        ("openmpi", mpi.Path("/usr/lib/x86_64-linux-gnu/libmpi.so.40"))
+    # the MPICH ABI's own name (MPICH 4.1+, Intel MPI, pip wheels) is MPICH's, not Open MPI's
+    assert mpi.mpi_of_ldd("\tlibmpi.so.12 => /opt/mpich/lib/libmpi.so.12 (0x7f)\n") == \
+        ("mpich", mpi.Path("/opt/mpich/lib/libmpi.so.12"))
+    assert mpi.mpi_of_ldd("\tlibmpich.so.12 => not found\n") == ("mpich", None)
+    assert mpi.mpi_of_ldd("\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x7f)\n") == (None, None)
+    assert mpi.own_launcher(mpi.Path("/usr/lib/x86_64-linux-gnu/libmpi.so.40")) is None
+
+
+@needs_build
+@pytest.mark.skipif(len(BUILT) < 2, reason="needs both MPIs built")
+def test_library_built_for_another_mpi_is_a_clear_error(programs):
+    r = mpiopt("run", "-np", "1", "--lib", str(mpi.library("mpich")), "--",
+               str(programs["openmpi"]))
+    assert r.returncode == 2 and "is built for mpich" in r.stderr and "rank 0" not in r.stdout, \
+        r.stderr
+    r = mpiopt("run", "-np", "1", "--prefix", "/no/such/prefix", "--", str(programs["openmpi"]))
+    assert r.returncode == 2 and "/no/such/prefix/lib/libmpiopt.so does not exist" in r.stderr
+
+
+@needs_build
+def test_an_mpi_of_its_own_installation_gets_its_own_launcher(tmp_path):
+    """A program built with a pip-installed MPICH (make mpis; make test installs one) is
+    started with that installation's mpiexec, and needs the libmpiopt.so built for it."""
+    root = mpi.repo_root() / "build" / "mpis" / "mpich"
+    if not (root / "bin" / "mpicc").exists() or "mpich" not in BUILT:
+        pytest.skip("no PyPI MPICH in build/mpis/mpich (make mpis)")
+    exe = tmp_path / "allreduce"
+    (tmp_path / "allreduce.c").write_text(PROGRAM)
+    subprocess.run([str(root / "bin" / "mpicc"), str(tmp_path / "allreduce.c"), "-o", str(exe)],
+                   check=True)
+    r = mpiopt("run", "-np", "2", "--", str(exe))
+    assert r.returncode == 2 and "--lib" in r.stderr and "not Debian's mpich" in r.stderr, r.stderr
+    # the same ABI family: accepted, and launched by that MPI's own mpiexec
+    r = mpiopt("run", "-np", "2", "--dry-run", "--lib", str(mpi.library("mpich")), "--", str(exe))
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout.strip().splitlines()[-1])
+    assert info["flavour"] == "mpich"
+    assert mpi.Path(info["command"][0]).resolve() == (root / "bin" / "mpiexec").resolve()
+    # the vendor alone, really run
+    r = mpiopt("run", "-np", "2", "--no-preload", "--", str(exe))
+    assert r.returncode == 0 and r.stdout.count("sum 2 preload none") == 2, r.stdout + r.stderr

@@ -1,9 +1,12 @@
 """`mpiopt run`: start an unmodified MPI program with libmpiopt preloaded.
 
 Finds which MPI the program is linked with (for a Python program: the MPI of mpi4py's extension
-module, as the named interpreter imports it), starts it with that MPI's launcher and sets
-LD_PRELOAD to that flavour's libmpiopt.so, whose MPI_Allreduce / MPI_Reduce (and Fortran
-bindings) then replace the vendor's."""
+module, as the named interpreter imports it) by its ABI name (libmpi.so.40: Open MPI; libmpich.so.12
+or libmpi.so.12: the MPICH family), starts it with that MPI's launcher (Debian's mpirun.<flavour>,
+or the mpiexec of the installation the library belongs to) and sets LD_PRELOAD to the libmpiopt.so
+built for it (this tree's, --prefix / MPIOPT_PREFIX's, or --lib), whose MPI_Allreduce / MPI_Reduce
+(and Fortran bindings) then replace the vendor's. A libmpiopt.so built for the other family is
+refused with a clear error."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +28,10 @@ EXAMPLE = """examples:
   MPIOPT_VERBOSE=1 mpiopt run -np 2 -- ./app    rank 0 names the algorithm auto picks
   mpiopt run --report -np 4 -- ./app            at the end, what mpiopt ran and what the vendor
   mpiopt run -np 4 --bind-to core -- ./app      options mpiopt does not know go to the launcher
+  mpiopt run --prefix ~/sw/mpiopt -np 4 -- ./app
+                                                an app of an MPI installed elsewhere (module,
+                                                Spack, pip): its own mpiexec, and the libmpiopt.so
+                                                of the mpiopt installed for it
   mpiopt run -np 8 --rank-order MPICH_RANK_ORDER --hosts n1,n2 --ppn 4 -- ./app
 
 Options of the launcher (mpirun.openmpi / mpirun.mpich) come before `--`; the program and its
@@ -60,32 +67,42 @@ def _script_interpreter(path: Path) -> Path | None:
     return None
 
 
-def _mpi4py_flavour(python: Path) -> str | None:
-    """The MPI flavour of the mpi4py that `python` imports."""
+def _mpi4py_mpi(python: Path) -> tuple[str | None, Path | None]:
+    """The MPI (flavour, library) of the mpi4py that `python` imports."""
     try:
         out = subprocess.run([str(python), "-c", "import mpi4py.MPI as m; print(m.__file__)"],
                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
-        return None
+        return None, None
     if out.returncode != 0:
         raise UsageError(f"{python} cannot import mpi4py.MPI: "
                          f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
-    return mpi.linked_flavour(out.stdout.strip().splitlines()[-1])
+    return mpi.linked_mpi(out.stdout.strip().splitlines()[-1])
 
 
-def detect_flavour(program: list[str]) -> tuple[str | None, str]:
-    """(flavour or None, what was inspected) for the command line of the program to run."""
+def detect_mpi(program: list[str]) -> tuple[str | None, Path | None, str]:
+    """(flavour or None, the MPI library it resolves to or None, what was inspected) for the
+    command line of the program to run."""
     first = program[0]
     found = shutil.which(first) if os.sep not in first else (first if os.path.exists(first) else None)
     if not found:
         raise UsageError(f"program not found: {first}")
     path = Path(found)
     if _is_python(path):
-        return _mpi4py_flavour(path), f"mpi4py as imported by {path}"
+        return (*_mpi4py_mpi(path), f"mpi4py as imported by {path}")
     python = _script_interpreter(path)
     if python:
-        return _mpi4py_flavour(python), f"mpi4py as imported by {python} (the #! of {first})"
-    return mpi.linked_flavour(path), str(path)
+        return (*_mpi4py_mpi(python), f"mpi4py as imported by {python} (the #! of {first})")
+    return (*mpi.linked_mpi(path), str(path))
+
+
+def _drop_in_library(args) -> Path | None:
+    """--lib, else PREFIX/lib/libmpiopt.so of --prefix or MPIOPT_PREFIX (an installation),
+    else None: this source tree's build for the flavour."""
+    if args.lib:
+        return Path(args.lib)
+    prefix = args.prefix or os.environ.get("MPIOPT_PREFIX")
+    return Path(prefix) / "lib" / "libmpiopt.so" if prefix else None
 
 
 def _split_command(launcher_opts: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
@@ -138,7 +155,7 @@ def run(args) -> int:
         raise UsageError("no program to run (mpiopt run -np N -- ./app args)")
     if args.np < 1:
         raise UsageError("-np must be at least 1")
-    detected, inspected = detect_flavour(program)
+    detected, mpi_library, inspected = detect_mpi(program)
     flavour = args.flavour or detected
     if flavour is None:
         raise UsageError(f"{inspected} links no MPI library (neither Open MPI nor MPICH); "
@@ -147,11 +164,27 @@ def run(args) -> int:
         raise UsageError(f"unknown MPI flavour {flavour!r} (expected {', '.join(mpi.FLAVOURS)})")
     if detected and args.flavour and detected != args.flavour:
         raise UsageError(f"{inspected} uses {detected}, not {args.flavour}: mixing MPIs cannot work")
-    if flavour not in mpi.available_flavours():
+    # an MPI of its own installation (a module, Spack, pip) starts with its own mpiexec
+    own_mpiexec = mpi.own_launcher(mpi_library) if detected == flavour else None
+    if own_mpiexec is None and flavour not in mpi.available_flavours():
         raise UsageError(f"the {flavour} launcher (mpirun.{flavour}) is not installed")
-    if not args.no_preload and not mpi.library(flavour).exists():
-        raise UsageError(f"{mpi.library(flavour)} is not built: run `make build` first "
-                         "(or --no-preload to run with the vendor's collectives only)")
+    lib = _drop_in_library(args)
+    if not args.no_preload:
+        if lib is None and own_mpiexec is not None:
+            raise UsageError(f"{inspected} uses the MPI at {mpi_library.parent.parent}, not "
+                             f"Debian's {flavour}: give the libmpiopt.so built for it (--lib, or "
+                             "--prefix / MPIOPT_PREFIX of its installation; README: Using your "
+                             "own MPI)")
+        path = lib or mpi.library(flavour)
+        if not path.exists():
+            raise UsageError(f"{path} is not built: run `make build` first "
+                             "(or --no-preload to run with the vendor's collectives only)"
+                             if lib is None else f"{path} does not exist")
+        built_for = mpi.linked_flavour(path)
+        if built_for and built_for != flavour:
+            raise UsageError(f"{path} is built for {built_for}, but {inspected} uses {flavour}: "
+                             f"preloaded, it would fail to load or crash; use the libmpiopt.so "
+                             f"built for {flavour}")
 
     if getattr(args, "profile_dir", None) is not None and not mpi.profile_library(flavour).exists():
         raise UsageError(f"{mpi.profile_library(flavour)} is not built: run `make build` first")
@@ -159,7 +192,8 @@ def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
         # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
         profile_dir = getattr(args, "profile_dir", None)
-        env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None)
+        env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None,
+                             lib=lib)
         if profile_dir is not None:
             env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
         if getattr(args, "report", False):
@@ -170,7 +204,7 @@ def run(args) -> int:
             env.update(slurm_env)
         else:
             extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
-            cmd = mpi.launcher(flavour, args.np, extra) + program
+            cmd = mpi.launcher(flavour, args.np, extra, mpiexec=own_mpiexec) + program
         if args.dry_run:   # what would run, with the files written for it
             files = {p.name: p.read_text() for p in Path(workdir).iterdir()}
             print(json.dumps({"flavour": flavour, "command": cmd, "files": files,
@@ -186,7 +220,7 @@ def run(args) -> int:
     if args.json:
         # after the program's own output: what was launched, for scripts that check the drop-in
         print(json.dumps({"flavour": flavour, "detected_from": inspected, "command": cmd,
-                          "ld_preload": None if args.no_preload else str(mpi.library(flavour)),
+                          "ld_preload": None if args.no_preload else str(lib or mpi.library(flavour)),
                           "exit_status": status}))
     args.flavour_used = flavour
     return status
@@ -211,6 +245,12 @@ def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the
     p.add_argument("--flavour", choices=list(mpi.FLAVOURS),
                    help="the MPI to use when it cannot be detected (default: the one the program links)")
     p.add_argument("--no-preload", action="store_true", help="launch without libmpiopt (the vendor alone)")
+    p.add_argument("--lib", metavar="PATH",
+                   help="the libmpiopt.so to preload (default: PREFIX/lib of --prefix, else this "
+                        "source tree's build for the program's MPI)")
+    p.add_argument("--prefix", metavar="PREFIX",
+                   help="an mpiopt installation (cmake --install) to take libmpiopt.so from "
+                        "(default: $MPIOPT_PREFIX)")
     p.add_argument("--rank-order", metavar="FILE",
                    help="place ranks by this order (grid_order / MPICH_RANK_ORDER format); needs --ppn and hosts")
     p.add_argument("--hosts", metavar="H1,H2", help="hosts for --rank-order, comma-separated")
