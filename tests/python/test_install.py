@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -198,6 +200,26 @@ def test_preload_installed_library(installed, plain_program):
     assert r.returncode == 0 and "dropin: ok" in r.stdout, r.stdout + r.stderr[-2000:]
     said = [l for l in r.stderr.splitlines() if l.startswith(("mpiopt: allreduce ", "mpiopt: reduce "))]
     assert said, r.stderr[-2000:]
+
+
+def test_mpi4py_under_installed_library(installed):
+    """mpi4py (this environment's 4.x wheel, which picks its MPI at run time) on a PyPI MPI under
+    the libmpiopt.so installed for it: exact, and every reduction call mpiopt's (issue 27).
+    Debian's two are tests/python/test_mpi4py.py's."""
+    m = installed.mpi
+    if not m.name.startswith("pypi-"):
+        pytest.skip("Debian's MPIs: test_mpi4py.py")
+    if subprocess.run([sys.executable, "-c", "import mpi4py"], capture_output=True).returncode:
+        pytest.skip("mpi4py not installed")
+    lib = Path(m.mpicc).resolve().parent.parent / "lib"
+    env = m.environ(MPIOPT_REPORT="1", MPIOPT_ALLREDUCE="ring", MPIOPT_REDUCE="binomial",
+                    LD_PRELOAD=str(installed.prefix / "lib" / "libmpiopt.so"),
+                    LD_LIBRARY_PATH=f"{lib}:{os.environ.get('LD_LIBRARY_PATH', '')}")
+    r = m.launch(2, [sys.executable, ROOT / "tests/python/mpi4py_reductions.py"], env=env,
+                 timeout=600)
+    assert r.returncode == 0 and " 0 failures" in r.stdout, r.stdout + r.stderr[-3000:]
+    took = re.search(r"mpiopt: (\d+) of (\d+) reduction calls ran mpiopt's algorithms", r.stderr)
+    assert took and took.group(1) == took.group(2) != "0", r.stderr[-3000:]
 
 
 def test_moved_prefix(installed, tmp_path):

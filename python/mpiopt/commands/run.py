@@ -26,7 +26,7 @@ EXAMPLE = """examples:
   mpiopt run -np 4 -- ./cg 1000                 the MPI this binary links, libmpiopt preloaded
   mpiopt run -np 4 -- python3 app.py            an mpi4py program: the MPI of mpi4py
   MPIOPT_VERBOSE=1 mpiopt run -np 2 -- ./app    rank 0 names the algorithm auto picks
-  mpiopt run --report -np 4 -- ./app            at the end, what mpiopt ran and what the vendor
+  mpiopt run --report -np 4 -- ./app            at the end: which calls mpiopt ran, which not, why
   mpiopt run -np 4 --bind-to core -- ./app      options mpiopt does not know go to the launcher
   mpiopt run --prefix ~/sw/mpiopt -np 4 -- ./app
                                                 an app of an MPI installed elsewhere (module,
