@@ -135,24 +135,6 @@ void prof_papi_stop(void)
 
 #else
 
-/* Why PAPI's perf_event component is off, as "; PAPI's perf_event component is disabled: ...",
- * or "": on a virtual machine without a PMU, libpfm4 finds no default PMU and PAPI then disables
- * the component, software events (perf::TASK-CLOCK) included. */
-static const char *perf_event_disabled(void)
-{
-    static char text[160];
-    int n = papi.num_components ? papi.num_components() : 0;
-    for (int i = 0; i < n && papi.get_component_info; i++) {
-        const PAPI_component_info_t *c = papi.get_component_info(i);
-        if (c && c->disabled && !strcmp(c->name, "perf_event")) {
-            snprintf(text, sizeof text, "; PAPI's perf_event component is disabled: %.100s",
-                     c->disabled_reason);
-            return text;
-        }
-    }
-    return "";
-}
-
 void prof_papi_start(void)
 {
     snprintf(prof_papi.reason, sizeof prof_papi.reason, "built without PAPI (no papi.h: install libpapi-dev and rebuild)");
