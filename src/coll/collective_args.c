@@ -44,11 +44,12 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
                         : MPIOPT_WHY_FASTER;
     else if (is_reduce ? info->reduce == NULL : info->allreduce == NULL)
         plan->why = MPIOPT_WHY_ALGORITHM;
-    else if (PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter)
-        plan->why = MPIOPT_WHY_INTERCOMM;
     else if (!mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
              mpiopt_vendor_takes(datatype, op))
-        plan->why = MPIOPT_WHY_DATATYPE;
+        /* which of the two the report names: asked only of a call mpiopt cannot take */
+        plan->why = PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter
+                        ? MPIOPT_WHY_INTERCOMM
+                        : MPIOPT_WHY_DATATYPE;
     else if (!mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
                                                    mpiopt_predefined_op(op) : 1))
         plan->why = MPIOPT_WHY_ALGORITHM;

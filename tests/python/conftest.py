@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -72,3 +73,20 @@ def flavours():
     """The MPI flavours built here (at least one, or the test is skipped / failed)."""
     require_build()
     return list(BUILT_FLAVOURS)
+
+
+# ---- MPIOPT_REPORT's table (src/coll/report.c), as the tests read it ----
+_REPORT_ROW = re.compile(r"^  (MPI_\S+(?: \(Fortran\))?)\s+(\d+)\s+(\d+)\s+(\d+)  (.*)$", re.M)
+_REPORT_TOTAL = re.compile(r"^mpiopt: (\d+) of (\d+) reduction calls ran mpiopt's algorithms$", re.M)
+
+
+def report_rows(stderr: str) -> dict:
+    """{entry point: (calls, by mpiopt, by vendor, details)} from the report rank 0 printed."""
+    return {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5))
+            for m in _REPORT_ROW.finditer(stderr)}
+
+
+def report_total(stderr: str):
+    """(calls mpiopt ran, all calls) from the report's last line, or None."""
+    m = _REPORT_TOTAL.search(stderr)
+    return (int(m.group(1)), int(m.group(2))) if m else None

@@ -4,7 +4,6 @@ large-count functions where the library has them) under each MPI's launcher, at 
 thread level (MPI_THREAD_MULTIPLE). Results are checked against NumPy; MPIOPT_REPORT shows which
 entry points mpiopt took: on MPICH 4 the `_c` ones, and none handed to the vendor."""
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from mpiopt import mpi
-from conftest import require_build
+from conftest import report_rows, report_total, require_build
 
 PROGRAM = Path(__file__).with_name("mpi4py_reductions.py")
-ROW = re.compile(r"^  (MPI_\S+)\s+(\d+)\s+(\d+)\s+(\d+)  (.*)$", re.M)
 
 
 def have_mpi4py():
@@ -43,14 +41,14 @@ def test_mpi4py_reductions_are_mpioptS(flavour, p, tmp_path):
         env["LD_LIBRARY_PATH"] = f"{mpich_abi_dir(tmp_path)}:{env.get('LD_LIBRARY_PATH', '')}"
     r = mpi.run(flavour, p, [sys.executable, str(PROGRAM)], preload=True, env=env, timeout=300)
     assert r.returncode == 0 and " 0 failures" in r.stdout, r.stdout + r.stderr[-3000:]
-    rows = {m.group(1): tuple(int(m.group(i)) for i in (2, 3, 4)) for m in ROW.finditer(r.stderr)}
+    rows = report_rows(r.stderr)
     suffix = "_c" if flavour == "mpich" else ""     # MPICH 4 is an MPI-4 library
     for call in ("Allreduce", "Reduce", "Iallreduce", "Reduce_local"):
         name = f"MPI_{call}{suffix}"
         assert name in rows, (name, r.stderr[-3000:])
-        calls, taken, vendor = rows[name]
+        calls, taken, vendor, _ = rows[name]
         assert calls > 0 and taken == calls and vendor == 0, (name, rows[name])
     if flavour == "mpich":      # MPI-4 persistent calls
         assert rows["MPI_Allreduce_init_c"][1] == p, rows      # one init a rank, 5 starts
-    assert f"mpiopt: {sum(v[1] for v in rows.values())} of {sum(v[0] for v in rows.values())}" \
-        in r.stderr
+    assert report_total(r.stderr) == (sum(v[1] for v in rows.values()),
+                                       sum(v[0] for v in rows.values()))

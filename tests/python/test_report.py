@@ -3,24 +3,11 @@ program used, the calls of all ranks that mpiopt's algorithms ran and those hand
 with the reason; a program whose calls mpiopt never saw gets a warning. The program,
 tests/c/plain_report.c, makes known numbers of calls of each kind, and checks its results."""
 import os
-import re
 
 import pytest
 
 from mpiopt import mpi
-from conftest import require_build
-
-ROW = re.compile(r"^  (MPI_\S+(?: \(Fortran\))?)\s+(\d+)\s+(\d+)\s+(\d+)  (.*)$")
-
-
-def report(stderr):
-    """{entry point: (calls, by mpiopt, by vendor, details)} from the report's table."""
-    rows = {}
-    for line in stderr.splitlines():
-        m = ROW.match(line)
-        if m:
-            rows[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5))
-    return rows
+from conftest import report_rows as report, require_build
 
 
 def run_report(flavour, p, args=(), **env):
