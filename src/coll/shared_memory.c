@@ -12,11 +12,23 @@
  * A reduce is the same with only the root waiting and reducing, from its own input where the
  * caller left it: the others copy, publish and return. The root publishes when it has read.
  *
- * Each slot holds BUFFERS buffers, used in turn. A rank publishes call k only after it has read
- * every input of call k - 1, so a rank may write call k's input once every rank has published
- * k - BUFFERS + 1. What a rank saw of the others when it last looked tells it how many calls it
- * may go on without looking again: the header of a buffer is on the line with its first 48 bytes,
- * and a call of up to 48 bytes moves one cache line per rank, not three.
+ * A larger allreduce piece (SCATTER_FROM_BYTES and up) is reduce-scattered instead: each rank
+ * reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its slot,
+ * publishes that, and then every rank copies the p shares into its output. Each rank computes
+ * 1/p of the piece instead of all of it, and the shares' cache lines travel once:
+ *
+ *   one copy of n bytes in, n bytes read to reduce, n bytes gathered, (p-1)/p*n*gamma
+ *
+ * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
+ *
+ * Each slot holds `buffers` input buffers, used in turn: as many as the node's budget for the
+ * window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided among its ranks; at
+ * least 4). A rank publishes call k only after it has read every input of call k - 1, so a rank
+ * may write call k's input once every rank has published k - buffers + 1: a reduce's other ranks
+ * hand over up to `buffers` pieces (4 MiB at p = 2) and return while the root is still reducing,
+ * as a program's non-root ranks want. What a rank saw of the others when it last looked tells it
+ * how many calls it may go on without looking again: the header of a buffer is on the line with
+ * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
  *
  * A message larger than a buffer goes in pieces of a buffer each, every piece a call of its own
  * (exchange): the copying ranks run ahead while the reducing ones reduce, and the inputs are read
@@ -35,7 +47,13 @@
 #include "coll.h"
 
 #define BUFFER_BYTES 8192
-#define BUFFERS 4
+#define MIN_BUFFERS 4
+#define MAX_BUFFERS 4096
+#define DEFAULT_WINDOW_BYTES (16u << 20)    /* a node's ranks together */
+#define RESULT_BUFFERS 4
+/* allreduce pieces of this size and up are reduce-scattered: below, the second round of
+ * cache-line handovers costs more than the reduction it shares out */
+#define SCATTER_FROM_BYTES 4096
 
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
@@ -46,7 +64,9 @@ typedef struct {
 } buffer;
 
 typedef struct {
-    buffer in[BUFFERS];             /* call k's input in in[k % BUFFERS] */
+    buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
+                                     * result[k % RESULT_BUFFERS] */
+    buffer in[];                    /* call k's input in in[k % buffers] */
 } slot;
 
 struct mpiopt_node_window {
@@ -54,6 +74,7 @@ struct mpiopt_node_window {
     int freed;                      /* the window is gone (MPI_Finalize came first) */
     MPI_Win win;
     uint64_t calls;
+    uint64_t buffers;               /* input buffers a slot has: the same on every rank */
     uint64_t writable_until;        /* the last call whose buffer is known free */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
@@ -164,17 +185,29 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     }
     w->usable = rc == MPI_SUCCESS && node_size == c->size;
     if (w->usable) {
-        rc = PMPI_Win_allocate_shared((MPI_Aint)sizeof(slot), 64, MPI_INFO_NULL, c->comm,
-                                      &w->mine, &w->win);
+        /* every rank must use the same count: the smallest any rank's environment gives */
+        long budget = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
+        uint64_t mine = (uint64_t)(budget > 0 ? budget : 0) / ((uint64_t)c->size * sizeof(buffer));
+        mine = mine < MIN_BUFFERS ? MIN_BUFFERS : mine > MAX_BUFFERS ? MAX_BUFFERS : mine;
+        rc = PMPI_Allreduce(&mine, &w->buffers, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+    }
+    if (w->usable && rc == MPI_SUCCESS) {
+        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->buffers * sizeof(buffer)), 64,
+                                      MPI_INFO_NULL, c->comm, &w->mine, &w->win);
         for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
             MPI_Aint size;
             int disp;
             rc = PMPI_Win_shared_query(w->win, r, &size, &disp, &w->all[r]);
         }
         if (rc == MPI_SUCCESS) {
-            for (int b = 0; b < BUFFERS; b++)
+            /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
+             * page fault a call while the ring is used for the first time */
+            memset(w->mine, 0, sizeof(slot) + w->buffers * sizeof(buffer));
+            for (uint64_t b = 0; b < w->buffers; b++)
                 __atomic_store_n(&w->mine->in[b].call, 0, __ATOMIC_RELEASE);
-            w->writable_until = BUFFERS - 1;
+            for (int b = 0; b < RESULT_BUFFERS; b++)
+                __atomic_store_n(&w->mine->result[b].call, 0, __ATOMIC_RELEASE);
+            w->writable_until = w->buffers - 1;
             rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
         }
     }
@@ -210,21 +243,21 @@ static uint64_t wait_published(const buffer *b, uint64_t call)
 
 static void publish(node_window *w, uint64_t call)
 {
-    __atomic_store_n(&w->mine->in[call % BUFFERS].call, call, __ATOMIC_RELEASE);
+    __atomic_store_n(&w->mine->in[call % w->buffers].call, call, __ATOMIC_RELEASE);
 }
 
-/* Waits until this rank may write call's buffer: every rank has published call - BUFFERS + 1 and
- * so read call - BUFFERS. Looks only when what it saw last time does not already say so. */
+/* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
+ * so read call - buffers. Looks only when what it saw last time does not already say so. */
 static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
 {
     if (call <= w->writable_until)
         return;
-    uint64_t needed = call - BUFFERS + 1, least = UINT64_MAX;
+    uint64_t needed = call - w->buffers + 1, least = UINT64_MAX;
     for (int r = 0; r < c->size; r++) {
-        uint64_t seen = wait_published(&w->all[r]->in[needed % BUFFERS], needed);
+        uint64_t seen = wait_published(&w->all[r]->in[needed % w->buffers], needed);
         least = seen < least ? seen : least;
     }
-    w->writable_until = least + BUFFERS - 1;
+    w->writable_until = least + w->buffers - 1;
 }
 
 /* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
@@ -234,12 +267,13 @@ typedef struct {
     char **value;                   /* p2 pointers into it */
 } fold_space;
 
-/* Rank r's input to this call: its buffer, or `mine` for this rank when it reads its own input
- * where the caller left it. */
+/* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
+ * it reads its own input where the caller left it. */
 static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t call,
-                            const void *mine, int r)
+                            const void *mine, int r, size_t first)
 {
-    return r == c->rank && mine ? mine : w->all[r]->in[call % BUFFERS].data;
+    const char *base = r == c->rank && mine ? mine : w->all[r]->in[call % w->buffers].data;
+    return base + first * c->extent;
 }
 
 /* The p inputs of this call reduced into buf with the bracketing and operand order of recursive
@@ -248,24 +282,24 @@ static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t
  * recursive doubling, the algorithm a nonblocking call records in this one's place, and a
  * program made nonblocking by `mpiopt transform` computes what it computed before. */
 static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window *w,
-                                        uint64_t call, const void *mine, void *buf, size_t count,
-                                        const fold_space *f)
+                                        uint64_t call, const void *mine, size_t first,
+                                        void *buf, size_t count, const fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
     size_t bytes = count * c->extent;
     if (c->size == 2)
-        return mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 0),
-                                   input_of(c, w, call, mine, 1), buf, count);
+        return mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 0, first),
+                                   input_of(c, w, call, mine, 1, first), buf, count);
     char **value = f->value;
     /* without it this rank still takes part (copies, publishes), so the others finish */
     int rc = f->scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
         value[g] = f->scratch + (size_t)g * bytes;
         if (g < surplus)
-            rc = mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 2 * g),
-                                     input_of(c, w, call, mine, 2 * g + 1), value[g], count);
+            rc = mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 2 * g, first),
+                                     input_of(c, w, call, mine, 2 * g + 1, first), value[g], count);
         else
-            memcpy(value[g], input_of(c, w, call, mine, g + surplus), bytes);
+            memcpy(value[g], input_of(c, w, call, mine, g + surplus, first), bytes);
     }
     for (int step = 1; rc == MPI_SUCCESS && step < p2; step *= 2)
         for (int g = 0; rc == MPI_SUCCESS && g < p2; g += 2 * step) {
@@ -274,6 +308,38 @@ static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window 
         }
     if (rc == MPI_SUCCESS)
         memcpy(buf, value[0], bytes);
+    return rc;
+}
+
+/* Elements [first, first + n) of a piece of `count`: rank r's share, 1/p of it (whole elements). */
+static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)
+{
+    *first = count * (size_t)r / (size_t)c->size;
+    *n = count * (size_t)(r + 1) / (size_t)c->size - *first;
+}
+
+/* An allreduce piece whose inputs every rank has published: this rank reduces its share into its
+ * result buffer and publishes it, then copies every rank's share into `out`. A rank writes
+ * result[call % RESULT_BUFFERS] only after every input of `call` is published, so every rank has
+ * finished call - 1, and read call - 1's results. */
+static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, uint64_t call, void *out,
+                                size_t count, const fold_space *f)
+{
+    size_t first, n;
+    share_of(c, c->rank, count, &first, &n);
+    buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
+    int rc = n ? reduce_as_recursive_doubling(c, w, call, NULL, first, mine->data, n, f)
+               : MPI_SUCCESS;
+    __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
+    /* this rank's own share first (in cache), then the others' as they come */
+    for (int k = 0; k < c->size; k++) {
+        int r = (c->rank + k) % c->size;
+        const buffer *theirs = &w->all[r]->result[call % RESULT_BUFFERS];
+        share_of(c, r, count, &first, &n);
+        if (k > 0)
+            wait_published(theirs, call);
+        memcpy((char *)out + first * c->extent, theirs->data, n * c->extent);
+    }
     return rc;
 }
 
@@ -288,7 +354,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
         mine = in;          /* nobody else reads a reduce root's input: it stays where it is */
     } else {
         wait_writable(c, w, call);
-        memcpy(w->mine->in[call % BUFFERS].data, in, count * c->extent);
+        memcpy(w->mine->in[call % w->buffers].data, in, count * c->extent);
     }
     if (c->rank != root) {
         publish(w, call);
@@ -297,12 +363,16 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
     }
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            wait_published(&w->all[r]->in[call % BUFFERS], call);
-    int rc = reduce_as_recursive_doubling(c, w, call, mine, out, count, f);
+            wait_published(&w->all[r]->in[call % w->buffers], call);
+    int rc;
+    if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
+        rc = scatter_gather_piece(c, w, call, out, count, f);
+    else
+        rc = reduce_as_recursive_doubling(c, w, call, mine, 0, out, count, f);
     if (c->rank == root)
         publish(w, call);   /* a reduce's root: once it has read the others' inputs */
-    /* every rank has published call, so has read call - 1's inputs */
-    w->writable_until = call + BUFFERS - 1;
+    /* every rank has published call, so has read call - 1's inputs (and results) */
+    w->writable_until = call + w->buffers - 1;
     return rc;
 }
 #else
@@ -314,7 +384,7 @@ int mpiopt_node_window_free(MPI_Comm private_comm)
 #endif
 
 /* The shared part of both operations (root: as above). A message larger than a buffer goes in
- * pieces, each a call of its own: the ranks that copy run up to BUFFERS - 1 pieces ahead of
+ * pieces, each a call of its own: the ranks that copy run up to buffers - 1 pieces ahead of
  * those that reduce, so copying and reducing overlap. *done = 0: the call is not this
  * algorithm's (see the top). */
 static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int *done)
