@@ -35,7 +35,7 @@
  * once, from cache. At p = 2 that beat both vendors' reduce at every size up to 4 MiB.
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
- * from facts all ranks share; the same bits, see reduce_as_recursive_doubling) when the ranks do
+ * from facts all ranks share; the same bits, see reduce_inputs) when the ranks do
  * not share one node, when a nonblocking call records the algorithm (a schedule is made of
  * messages), and under SimGrid, whose ranks share one address space and are scheduled
  * cooperatively. */
@@ -265,6 +265,7 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
 typedef struct {
     char *scratch;                  /* p2 pieces */
     char **value;                   /* p2 pointers into it */
+    const char **inputs;            /* p pointers: where each rank's input to a piece is */
 } fold_space;
 
 /* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
@@ -276,30 +277,27 @@ static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t
     return base + first * c->extent;
 }
 
-/* The p inputs of this call reduced into buf with the bracketing and operand order of recursive
- * doubling (recursive_doubling.c, halving_doubling.c's fold): the first 2(p - p2) ranks in pairs,
- * then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the bits of
- * recursive doubling, the algorithm a nonblocking call records in this one's place, and a
+/* The p inputs (in[r]: rank r's) reduced into buf with the bracketing and operand order of
+ * recursive doubling (recursive_doubling.c, halving_doubling.c's fold): the first 2(p - p2) ranks
+ * in pairs, then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the
+ * bits of recursive doubling, the algorithm a nonblocking call records in this one's place, and a
  * program made nonblocking by `mpiopt transform` computes what it computed before. */
-static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window *w,
-                                        uint64_t call, const void *mine, size_t first,
-                                        void *buf, size_t count, const fold_space *f)
+static int reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
+                         const fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
     size_t bytes = count * c->extent;
     if (c->size == 2)
-        return mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 0, first),
-                                   input_of(c, w, call, mine, 1, first), buf, count);
+        return mpiopt_coll_reduce3(c, in[0], in[1], buf, count);
     char **value = f->value;
     /* without it this rank still takes part (copies, publishes), so the others finish */
     int rc = f->scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
         value[g] = f->scratch + (size_t)g * bytes;
         if (g < surplus)
-            rc = mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 2 * g, first),
-                                     input_of(c, w, call, mine, 2 * g + 1, first), value[g], count);
+            rc = mpiopt_coll_reduce3(c, in[2 * g], in[2 * g + 1], value[g], count);
         else
-            memcpy(value[g], input_of(c, w, call, mine, g + surplus, first), bytes);
+            memcpy(value[g], in[g + surplus], bytes);
     }
     for (int step = 1; rc == MPI_SUCCESS && step < p2; step *= 2)
         for (int g = 0; rc == MPI_SUCCESS && g < p2; g += 2 * step) {
@@ -309,6 +307,20 @@ static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window 
     if (rc == MPI_SUCCESS)
         memcpy(buf, value[0], bytes);
     return rc;
+}
+
+/* Elements [first, first + count) of this call's p inputs in the window (this rank's in `mine`
+ * when it reads its own input where the caller left it) reduced into buf. */
+static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, uint64_t call,
+                                const void *mine, size_t first, void *buf, size_t count,
+                                const fold_space *f)
+{
+    const char *pair[2], **in = c->size == 2 ? pair : f->inputs;
+    if (!in)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size; r++)
+        in[r] = input_of(c, w, call, mine, r, first);
+    return reduce_inputs(c, in, buf, count, f);
 }
 
 /* Elements [first, first + n) of a piece of `count`: rank r's share, 1/p of it (whole elements). */
@@ -328,7 +340,7 @@ static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, uint64_t c
     size_t first, n;
     share_of(c, c->rank, count, &first, &n);
     buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
-    int rc = n ? reduce_as_recursive_doubling(c, w, call, NULL, first, mine->data, n, f)
+    int rc = n ? reduce_window_inputs(c, w, call, NULL, first, mine->data, n, f)
                : MPI_SUCCESS;
     __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
     /* this rank's own share first (in cache), then the others' as they come */
@@ -368,7 +380,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
     if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
         rc = scatter_gather_piece(c, w, call, out, count, f);
     else
-        rc = reduce_as_recursive_doubling(c, w, call, mine, 0, out, count, f);
+        rc = reduce_window_inputs(c, w, call, mine, 0, out, count, f);
     if (c->rank == root)
         publish(w, call);   /* a reduce's root: once it has read the others' inputs */
     /* every rank has published call, so has read call - 1's inputs (and results) */
@@ -402,11 +414,12 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if ((rc = window_of(c, &w)) != MPI_SUCCESS || !w->usable)
         return rc;
     *done = 1;
-    fold_space f = {NULL, NULL};
+    fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
         f.scratch = mpiopt_coll_scratch(c, (size_t)p2 * (count < per_piece ? count : per_piece));
         f.value = malloc(sizeof *f.value * (size_t)p2);
+        f.inputs = malloc(sizeof *f.inputs * (size_t)c->size);
     }
     const char *in = c->src ? c->src : buf;
     /* every piece, whatever failed before: the other ranks wait for this one's */
@@ -418,6 +431,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
             rc = piece_rc;
     }
     free(f.value);
+    free(f.inputs);
     mpiopt_scratch_free(f.scratch);
     return rc;
 #endif
