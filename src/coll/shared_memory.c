@@ -35,7 +35,7 @@
  * once, from cache. At p = 2 that beat both vendors' reduce at every size up to 4 MiB.
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
- * from facts all ranks share; the same bits, see reduce_inputs) when the ranks do
+ * from facts all ranks share; the same bits, see mpiopt_shm_reduce_inputs) when the ranks do
  * not share one node, when a nonblocking call records the algorithm (a schedule is made of
  * messages), and under SimGrid, whose ranks share one address space and are scheduled
  * cooperatively. */
@@ -45,42 +45,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
+#include "node_window.h"
 
-#define BUFFER_BYTES 8192
 #define MIN_BUFFERS 4
 #define MAX_BUFFERS 4096
 #define DEFAULT_WINDOW_BYTES (16u << 20)    /* a node's ranks together */
-#define RESULT_BUFFERS 4
 /* allreduce pieces of this size and up are reduce-scattered: below, the second round of
  * cache-line handovers costs more than the reduction it shares out */
 #define SCATTER_FROM_BYTES 4096
+/* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
+ * where the ranks can: below, its three waits and a system call per chunk cost more than the
+ * window's second copy */
+#define DIRECT_FROM_BYTES (64u << 10)
 
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
-typedef struct {
-    _Alignas(64) uint64_t call;     /* the call whose input follows (0: none yet) */
-    uint64_t pad;                   /* keeps data 16-byte aligned, as malloc'd buffers are */
-    char data[BUFFER_BYTES];
-} buffer;
-
-typedef struct {
-    buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
-                                     * result[k % RESULT_BUFFERS] */
-    buffer in[];                    /* call k's input in in[k % buffers] */
-} slot;
-
-struct mpiopt_node_window {
-    int usable;                     /* 0: the ranks do not share a node */
-    int freed;                      /* the window is gone (MPI_Finalize came first) */
-    MPI_Win win;
-    uint64_t calls;
-    uint64_t buffers;               /* input buffers a slot has: the same on every rank */
-    uint64_t writable_until;        /* the last call whose buffer is known free */
-    slot *mine;
-    slot **all;                     /* every rank's slot, mapped here */
-    struct mpiopt_node_window *prev, *next;
-};
-typedef mpiopt_node_window node_window;
 
 /* The windows not freed yet, oldest first. MPI_Finalize tears down the one-sided layer before it
  * frees the communicators (and their attributes), so MPI_Win_free in the communicator's delete
@@ -208,8 +187,11 @@ static int window_of(const mpiopt_coll *c, node_window **out)
             for (int b = 0; b < RESULT_BUFFERS; b++)
                 __atomic_store_n(&w->mine->result[b].call, 0, __ATOMIC_RELEASE);
             w->writable_until = w->buffers - 1;
+            mpiopt_shm_direct_prepare(w);
             rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
         }
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_shm_direct_agree(c, w);
     }
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_set_attr(c->comm, window_keyval, w);
@@ -221,24 +203,6 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     keep(w);
     *out = *c->node_window = w;
     return MPI_SUCCESS;
-}
-
-/* Waits until the buffer's header reads at least `call`; returns what it read. */
-static uint64_t wait_published(const buffer *b, uint64_t call)
-{
-    /* spin briefly, then give the core away between looks: with more ranks than cores the rank
-     * being waited for may need this one */
-    uint64_t seen;
-    for (unsigned looks = 0; (seen = __atomic_load_n(&b->call, __ATOMIC_ACQUIRE)) < call; looks++) {
-        if (looks < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else {
-            sched_yield();
-        }
-    }
-    return seen;
 }
 
 static void publish(node_window *w, uint64_t call)
@@ -254,19 +218,11 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
         return;
     uint64_t needed = call - w->buffers + 1, least = UINT64_MAX;
     for (int r = 0; r < c->size; r++) {
-        uint64_t seen = wait_published(&w->all[r]->in[needed % w->buffers], needed);
+        uint64_t seen = mpiopt_shm_wait(&w->all[r]->in[needed % w->buffers].call, needed);
         least = seen < least ? seen : least;
     }
     w->writable_until = least + w->buffers - 1;
 }
-
-/* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
- * a call (exchange), not once a piece; NULL when that failed. */
-typedef struct {
-    char *scratch;                  /* p2 pieces */
-    char **value;                   /* p2 pointers into it */
-    const char **inputs;            /* p pointers: where each rank's input to a piece is */
-} fold_space;
 
 /* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
  * it reads its own input where the caller left it. */
@@ -282,8 +238,8 @@ static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t
  * in pairs, then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the
  * bits of recursive doubling, the algorithm a nonblocking call records in this one's place, and a
  * program made nonblocking by `mpiopt transform` computes what it computed before. */
-static int reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
-                         const fold_space *f)
+int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
+                             const fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
     size_t bytes = count * c->extent;
@@ -320,7 +276,7 @@ static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, uint
         return MPI_ERR_NO_MEM;
     for (int r = 0; r < c->size; r++)
         in[r] = input_of(c, w, call, mine, r, first);
-    return reduce_inputs(c, in, buf, count, f);
+    return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
 }
 
 /* Elements [first, first + n) of a piece of `count`: rank r's share, 1/p of it (whole elements). */
@@ -349,7 +305,7 @@ static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, uint64_t c
         const buffer *theirs = &w->all[r]->result[call % RESULT_BUFFERS];
         share_of(c, r, count, &first, &n);
         if (k > 0)
-            wait_published(theirs, call);
+            mpiopt_shm_wait(&theirs->call, call);
         memcpy((char *)out + first * c->extent, theirs->data, n * c->extent);
     }
     return rc;
@@ -375,7 +331,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, c
     }
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            wait_published(&w->all[r]->in[call % w->buffers], call);
+            mpiopt_shm_wait(&w->all[r]->in[call % w->buffers].call, call);
     int rc;
     if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
         rc = scatter_gather_piece(c, w, call, out, count, f);
@@ -414,6 +370,9 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if ((rc = window_of(c, &w)) != MPI_SUCCESS || !w->usable)
         return rc;
     *done = 1;
+    const char *in = c->src ? c->src : buf;
+    if (root < 0 && w->direct && count * c->extent >= DIRECT_FROM_BYTES)
+        return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
     fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
@@ -421,7 +380,6 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         f.value = malloc(sizeof *f.value * (size_t)p2);
         f.inputs = malloc(sizeof *f.inputs * (size_t)c->size);
     }
-    const char *in = c->src ? c->src : buf;
     /* every piece, whatever failed before: the other ranks wait for this one's */
     for (size_t first = 0; first < count; first += per_piece) {
         size_t n = count - first < per_piece ? count - first : per_piece;
