@@ -5,6 +5,7 @@ to run as root, oversubscription, MPICH's Hydra) are handled once."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import re
@@ -195,14 +196,41 @@ def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
         out = inst.environ(out)
     if abi_flavour(flavour) == "openmpi":
         out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        # no network interfaces but loopback here: keep Open MPI from probing others
-        out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        if not cross_memory_attach_works():
+            # Open MPI's shared-memory transport would fail its single-copy reads (a container
+            # without ptrace rights): the copy through its buffers instead
+            out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+            out.setdefault("OMPI_MCA_btl_sm_single_copy_mechanism", "none")
     libs = ([str(profile_library(flavour))] if profile else []) + \
         ([str(lib or library(flavour))] if preload else [])
     if libs:
         lib = ":".join(libs)
         out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def cross_memory_attach_works() -> bool:
+    """Whether one process may read another's memory (process_vm_readv), as the MPIs' single-copy
+    transports and mpiopt's single_copy.c do: a forked child reads a word of this process."""
+    import ctypes
+    import struct
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        readv = libc.process_vm_readv
+    except (OSError, AttributeError):
+        return False
+    word = ctypes.c_uint64(0x6d70696f70742121)
+    parent = os.getpid()
+    child = os.fork()
+    if child == 0:
+        got = ctypes.c_uint64(0)
+        local = struct.pack("PN", ctypes.addressof(got), 8)
+        remote = struct.pack("PN", ctypes.addressof(word), 8)
+        n = readv(parent, ctypes.c_char_p(local), 1, ctypes.c_char_p(remote), 1, 0)
+        os._exit(0 if n == 8 and got.value == word.value else 1)
+    _, status = os.waitpid(child, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: float | None = 600,
