@@ -42,16 +42,14 @@
  * while they wait (p2p.c). */
 /* The rows of each operation end at the first empty one (ranks 0), so they count themselves. */
 static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
-    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
-     {2, TB, MPIOPT_ALG_RABENSEIFNER},
+    {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
-    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 46341, MPIOPT_ALG_RECURSIVE_DOUBLING},
-     {2, TB, MPIOPT_ALG_RABENSEIFNER},
+    {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
