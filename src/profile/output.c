@@ -186,13 +186,15 @@ void prof_write_report(void)
     PMPI_Gather(per_rank_mine, 4, MPI_DOUBLE, per_rank, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     int nentries = 0;
     double *matrix = gather_matrix(&nentries);
+    struct prof_sites sites;
+    prof_sites_gather(&sites);
 
     if (prof.rank == 0) {
         struct prof_report rep = {
             .stats = all, .nregions = nregions, .region_names = names, .per_rank = per_rank,
             .matrix = matrix, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
             .flavour = MPIOPT_FLAVOUR,
-            .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions],
+            .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions], .sites = &sites,
         };
         const char *dir = getenv("MPIOPT_PROFILE_DIR");
         if (!dir || !*dir)
@@ -201,6 +203,7 @@ void prof_write_report(void)
             fprintf(stderr, "libmpiopt-profile: cannot write the profile in %s: %s\n", dir,
                     strerror(errno));
     }
+    prof_sites_free(&sites);
     free(per_rank);
     free(matrix);
     free(mine);

@@ -121,6 +121,14 @@ static inline void prof_record(enum prof_call id, enum prof_kind kind, double t,
         prof_matrix_add(peer, comm, bytes);
 }
 
+/* Call sites (sites.c): 0 off, else the return addresses kept a site (1: the caller's only;
+ * MPIOPT_PROFILE_STACK=N: N more). Only a wrapper that finds it set calls prof_site_record. */
+#define PROF_SITE_FRAMES 9
+extern int prof_sites;
+void prof_sites_start(void);
+void prof_site_record(enum prof_call id, const void *caller, double t, uint64_t bytes);
+void prof_sites_to_seconds(double scale);
+
 void prof_start(void);          /* after MPI_Init */
 /* Around the vendor's MPI_Init / MPI_Init_thread (C or Fortran): the MPI_Init a Fortran binding
  * calls is not a second start. */

@@ -289,6 +289,7 @@ static void to_seconds(double scale)
         prof_regions[i].time *= scale;
         prof_regions[i].mpi_time *= scale;
     }
+    prof_sites_to_seconds(scale);
 }
 
 void prof_start(void)
@@ -300,6 +301,7 @@ void prof_start(void)
     prof.matrix_bytes = calloc((size_t)prof.size, sizeof *prof.matrix_bytes);
     prof.matrix_msgs = calloc((size_t)prof.size, sizeof *prof.matrix_msgs);
     prof_papi_start();
+    prof_sites_start();
     prof_use_tsc = tsc_trusted();
     prof.mono_init = prof_monotonic();
     prof.t_init = prof_now();

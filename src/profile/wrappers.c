@@ -29,7 +29,10 @@
         double t0 = prof_now();                                                 \
         int rc = next ARGS;                                                     \
         double t = prof_now() - t0;                                             \
-        prof_record(PROF_ID_##NAME, PROF_##KIND, t, BYTES, PEER, COMM);         \
+        uint64_t bytes = BYTES;                                                 \
+        prof_record(PROF_ID_##NAME, PROF_##KIND, t, bytes, PEER, COMM);         \
+        if (prof_sites)                                                         \
+            prof_site_record(PROF_ID_##NAME, __builtin_return_address(0), t, bytes); \
         prof_depth = 0;                                                         \
         return rc;                                                              \
     }
