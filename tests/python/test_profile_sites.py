@@ -141,3 +141,35 @@ def test_no_debug_info_gives_function_and_offset(tmp_path, flavour):
     assert len(mine) == 5 and not any(s["debug_info"] or s["line"] for s in mine)
     assert {s["function"] for s in mine} == {"first", "second", "helper", "main"}
     assert "(no debug info)" in (data["_dir"] / "mpiopt-profile.txt").read_text()
+
+
+MPI4PY_PROGRAM = """
+from mpi4py import MPI
+import numpy as np
+a = np.ones(4); b = np.empty_like(a)
+for _ in range(3):
+    MPI.COMM_WORLD.Allreduce(a, b)
+"""
+
+
+def test_mpi4py_sites_are_in_mpi4py(tmp_path):
+    """An mpi4py program's MPI calls are made by mpi4py's compiled MPI module: the site is its
+    function (+offset: the wheel has no debug info), with the exact count."""
+    import importlib.util
+    import sys
+    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
+    if spec is None or not spec.origin:
+        pytest.skip("mpi4py is not installed in this Python")
+    flavour = mpi.linked_flavour(spec.origin)
+    if flavour not in PROFILED:
+        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    script = tmp_path / "prog.py"
+    script.write_text(MPI4PY_PROGRAM)
+    out = tmp_path / "prof"
+    r = run_mpiopt("profile", "-np", 2, "-o", out, "--sites", "--", sys.executable, script, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads((out / "mpiopt-profile.json").read_text())
+    (site,) = [s for s in data["sites"]["list"] if s["call"] == "MPI_Allreduce"]
+    assert Path(site["module"]).name == Path(spec.origin).name and "Allreduce" in site["function"]
+    assert site["count"]["min"] == site["count"]["max"] == 3
+    assert "mpi4py" in r.stdout and "no debug info" in r.stdout

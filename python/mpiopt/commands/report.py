@@ -108,8 +108,8 @@ def print_sites(prof, n: int, console: Console) -> None:
     for r in rows[:n]:
         t = r["time"]
         where = r["where"] + "".join(f"\n  < {s}" for s in r["stack"])
-        table.add_row(_short_call(r["call"]), where, r["function"], f"{r['count']['avg']:.0f}",
-                      f"{r['bytes']['avg']:.0f}", f"{t['min']:.3g}", f"{t['max']:.3g}",
+        table.add_row(_short_call(r["call"]), where, r["function"], f"{r['count']['avg']:.4g}",
+                      f"{r['bytes']['avg']:.4g}", f"{t['min']:.3g}", f"{t['max']:.3g}",
                       f"{t['avg']:.3g}", str(t["min_pe"]), str(t["max_pe"]),
                       f"{100 * r['share_of_mpi_time']:.1f}")
     console.print(table)
@@ -135,8 +135,8 @@ def print_sites_comparison(a, b, n: int, console: Console) -> None:
         table.add_column(c, justify="left" if c in ("call", "file:line", "function") else "right")
     for (call, where, function, stack), x, y, ratio in rows[:n]:
         table.add_row(_short_call(call), where + "".join(f"\n  < {s}" for s in stack), function,
-                      f"{x['count']['avg']:.0f}" if x else "", f"{x['time']['avg']:.3g}" if x else "",
-                      f"{y['count']['avg']:.0f}" if y else "", f"{y['time']['avg']:.3g}" if y else "",
+                      f"{x['count']['avg']:.4g}" if x else "", f"{x['time']['avg']:.3g}" if x else "",
+                      f"{y['count']['avg']:.4g}" if y else "", f"{y['time']['avg']:.3g}" if y else "",
                       f"{ratio:.2f}" if ratio is not None else "")
     console.print(table)
 
