@@ -165,6 +165,8 @@ static uint64_t fortran_bytes(enum fortran_bytes shape, void *const *a, int c, i
         prof_record(PROF_ID_##NAME, PROF_##KIND, t, bytes, peer, comm_of(a, COMM));       \
         if (prof_sites)                                                                  \
             prof_site_record(PROF_ID_##NAME, __builtin_return_address(0), t, bytes);     \
+        if (prof_trace)                                                                  \
+            prof_trace_call(PROF_ID_##NAME, t0, t0 + t, bytes, peer, comm_of(a, COMM));  \
         prof_depth = 0;                                                                  \
     }                                                                                    \
     MPIOPT_FORTRAN_SYMBOLS(LOWER##_profiled, (FP_##N), (FA_##N), LOWER, UPPER)

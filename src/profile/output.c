@@ -188,6 +188,11 @@ void prof_write_report(void)
     double *matrix = gather_matrix(&nentries);
     struct prof_sites sites;
     prof_sites_gather(&sites);
+    const char *dir = getenv("MPIOPT_PROFILE_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    struct prof_trace_summary trace;
+    prof_trace_write(dir, &trace, nregions, names, prof.scale);
 
     if (prof.rank == 0) {
         struct prof_report rep = {
@@ -195,10 +200,8 @@ void prof_write_report(void)
             .matrix = matrix, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
             .flavour = MPIOPT_FLAVOUR,
             .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions], .sites = &sites,
+            .trace = &trace,
         };
-        const char *dir = getenv("MPIOPT_PROFILE_DIR");
-        if (!dir || !*dir)
-            dir = ".";
         if (prof_write_json(&rep, dir) != 0 || prof_write_text(&rep, dir) != 0)
             fprintf(stderr, "libmpiopt-profile: cannot write the profile in %s: %s\n", dir,
                     strerror(errno));

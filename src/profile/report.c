@@ -172,6 +172,23 @@ static void write_sites_json(FILE *f, const struct prof_report *rep)
     fprintf(f, "]}");
 }
 
+static void write_trace_json(FILE *f, const struct prof_trace_summary *t)
+{
+    if (!t || !t->enabled) {
+        fprintf(f, "{\"enabled\": false}");
+        return;
+    }
+    fprintf(f, "{\"enabled\": true, \"written\": %s, \"format\": \"otf2\", \"path\": ",
+            t->written ? "true" : "false");
+    json_string(f, t->written ? t->path : "");
+    if (!t->written) {
+        fprintf(f, ", \"reason\": ");
+        json_string(f, t->reason);
+    }
+    fprintf(f, ", \"events_recorded\": %.0f, \"dropped\": %.0f, \"capacity_per_thread\": %.0f}",
+            t->recorded, t->dropped, t->capacity);
+}
+
 int prof_write_json(const struct prof_report *rep, const char *dir)
 {
     char tmp[4096], program[2048];
@@ -239,6 +256,8 @@ int prof_write_json(const struct prof_report *rep, const char *dir)
     fprintf(f, ",\n");
     fprintf(f, "\"sites\": ");
     write_sites_json(f, rep);
+    fprintf(f, ",\n\"trace\": ");
+    write_trace_json(f, rep->trace);
     fprintf(f, ",\n");
     static const char *const per_rank_keys[4] = {"wall_time", "mpi_time", "compute_time",
                                                  "sync_time"};
@@ -377,5 +396,12 @@ int prof_write_text(const struct prof_report *rep, const char *dir)
         fprintf(f, "\nPAPI summary\n\n  unavailable: %s\n", papi_reason(rep));
     }
     write_sites_text(f, rep);
+    const struct prof_trace_summary *t = rep->trace;
+    if (t && t->enabled && t->written)
+        fprintf(f, "\nTrace (OTF2): %s/traces.otf2, %.0f calls and region marks recorded, %.0f "
+                "dropped (%.0f a thread fit: MPIOPT_PROFILE_TRACE_EVENTS)\n", t->path, t->recorded,
+                t->dropped, t->capacity);
+    else if (t && t->enabled)
+        fprintf(f, "\nTrace: not written: %s\n", t->reason);
     return commit(f, tmp, dir, "mpiopt-profile.txt");
 }

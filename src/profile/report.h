@@ -43,6 +43,17 @@ struct prof_sites {
 void prof_sites_gather(struct prof_sites *out);
 void prof_sites_free(struct prof_sites *s);
 
+/* The timeline (trace.c) as the report tells of it. */
+struct prof_trace_summary {
+    int enabled, written;
+    char path[4096];                        /* the OTF2 archive's directory */
+    char reason[256];                       /* why not written */
+    double recorded, dropped, capacity;     /* events over all ranks; events a thread holds */
+};
+/* Collective over MPI_COMM_WORLD: writes DIR/mpiopt-trace/ (OTF2); out on rank 0. */
+void prof_trace_write(const char *dir, struct prof_trace_summary *out, int nregions,
+                      char (*names)[PROF_REGION_NAME], double scale);
+
 struct prof_report {
     const struct prof_stat *stats;
     int nregions;
@@ -56,6 +67,7 @@ struct prof_report {
     const struct prof_stat *papi;   /* [0]: counters read (min over ranks: all read them),
                                        [1..]: rank 0's events of prof_papi.names */
     const struct prof_sites *sites;
+    const struct prof_trace_summary *trace;
 };
 
 int prof_write_json(const struct prof_report *rep, const char *dir);

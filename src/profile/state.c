@@ -15,9 +15,9 @@ struct prof_region prof_regions[PROF_MAX_REGIONS];
 int prof_nregions;
 
 const char *const prof_call_names[PROF_NCALLS] = {
-#define X(KIND, NAME, P, A, B, PEER, COMM) "MPI_" #NAME,
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) "MPI_" #NAME,
 #ifdef PROF_PERSISTENT_COLL_PREFIX
-#define XP(KIND, NAME, P, A, B, PEER, COMM) PROF_PERSISTENT_COLL_PREFIX #NAME,
+#define XP(KIND, NAME, P, A, B, PEER, COMM, TPEER) PROF_PERSISTENT_COLL_PREFIX #NAME,
 #else
 #define XP X
 #endif
@@ -27,7 +27,7 @@ const char *const prof_call_names[PROF_NCALLS] = {
 };
 
 const enum prof_kind prof_call_kinds[PROF_NCALLS] = {
-#define X(KIND, NAME, P, A, B, PEER, COMM) PROF_##KIND,
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) PROF_##KIND,
 #define XP X
 #include "calls.def"
 #undef X
@@ -305,6 +305,7 @@ void prof_start(void)
     prof_use_tsc = tsc_trusted();
     prof.mono_init = prof_monotonic();
     prof.t_init = prof_now();
+    prof_trace_start();         /* on prof_now()'s clock, chosen just above */
     prof.active = 1;
 }
 
@@ -324,6 +325,7 @@ void prof_init_leave(int nested, int ok)
 
 void prof_finish(void)
 {
+    prof_trace_stop();
     prof.t_final = prof_now();
     double seconds = prof_monotonic() - prof.mono_init;
     prof_papi_stop();
@@ -332,7 +334,8 @@ void prof_finish(void)
             mpiopt_region_end(prof_regions[i].name);
     prof.active = 0;
     double units = prof.t_final - prof.t_init;
-    to_seconds(prof_use_tsc && units > 0 ? seconds / units : 1.0);
+    prof.scale = prof_use_tsc && units > 0 ? seconds / units : 1.0;
+    to_seconds(prof.scale);
     prof_write_report();
 }
 
@@ -359,6 +362,8 @@ void mpiopt_region_begin(const char *name)
         return;
     r->open = 1;
     r->t_begin = prof_now();
+    if (prof_trace)
+        prof_trace_region((int)(r - prof_regions), 1, r->t_begin);
     r->mpi_begin = prof_mpi_time();
     open_stack[open_depth++] = (int)(r - prof_regions);
 }
@@ -374,7 +379,10 @@ void mpiopt_region_end(const char *name)
         return;
     r->open = 0;
     r->count++;
-    r->time += prof_now() - r->t_begin;
+    double now = prof_now();
+    if (prof_trace)
+        prof_trace_region((int)(r - prof_regions), 0, now);
+    r->time += now - r->t_begin;
     r->mpi_time += prof_mpi_time() - r->mpi_begin;
     for (int i = open_depth - 1; i >= 0; i--)
         if (open_stack[i] == (int)(r - prof_regions)) {

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 from pathlib import Path
 
 from ..errors import UsageError
 from ..profile import PROFILE_NAME, load, site_rows
 from . import report, run
 
+TRACE_DIR = "mpiopt-trace"   # the OTF2 archive's directory beside the profile (src/profile/trace.c)
 MAX_STACK = 8     # frames above the caller a site keeps (PROF_SITE_FRAMES - 1 in src/profile)
 
 EXAMPLE = """examples:
@@ -22,6 +24,8 @@ EXAMPLE = """examples:
   mpiopt report runs/fast/mpiopt-profile.json runs/slow/mpiopt-profile.json
   mpiopt profile -np 4 --sites -- ./app          + top call sites (file:line of each MPI call)
   mpiopt profile -np 4 --sites --stack 2 -- ./app   sites told apart by the 2 callers above
+  mpiopt profile -np 4 --trace -- ./app          + timeline: DIR/mpiopt-trace/traces.otf2 (OTF2)
+  mpiopt report mpiopt-profile.json --chrome-trace timeline.json   for ui.perfetto.dev
 
 Writes DIR/mpiopt-profile.json (for `mpiopt report`, `mpiopt place search --matrix`) and
 DIR/mpiopt-profile.txt (the Cray-style text report). Launcher options as for `mpiopt run`.
@@ -35,8 +39,14 @@ def profile(args) -> int:
     except OSError as e:
         raise UsageError(f"cannot create the output directory {out}: {e.strerror}")
     # an older profile in DIR must not pass for this run's if this one dies before MPI_Finalize
+    if args.trace_events is not None and args.trace_events < 1:
+        raise UsageError(f"--trace-events must be at least 1, got {args.trace_events}")
     for stale in [out / PROFILE_NAME, out / "mpiopt-profile.txt", *out.glob(".mpiopt-profile.*.tmp.*")]:
         stale.unlink(missing_ok=True)
+    # OTF2 does not write over an archive: an older trace goes (only what the profiler writes)
+    trace_dir = out / TRACE_DIR
+    if trace_dir.is_dir() and (trace_dir / "traces.otf2").exists():
+        shutil.rmtree(trace_dir)
     if args.stack is not None and not 0 <= args.stack <= MAX_STACK:
         raise UsageError(f"--stack must be 0..{MAX_STACK}, got {args.stack}")
     want_json, args.json = args.json, False
@@ -45,6 +55,10 @@ def profile(args) -> int:
     if args.sites or args.stack:
         args.profile_env["MPIOPT_PROFILE_SITES"] = "1"
         args.profile_env["MPIOPT_PROFILE_STACK"] = str(args.stack or 0)
+    if args.trace or args.trace_events:
+        args.profile_env["MPIOPT_PROFILE_TRACE"] = "1"
+        if args.trace_events:
+            args.profile_env["MPIOPT_PROFILE_TRACE_EVENTS"] = str(args.trace_events)
     status = run.run(args)
     path = out / PROFILE_NAME
     if not path.exists():
@@ -58,12 +72,15 @@ def profile(args) -> int:
         print(json.dumps({"profile": str(path), "text_report": str(out / "mpiopt-profile.txt"),
                           "flavour": getattr(args, "flavour_used", None), "exit_status": status,
                           "ranks": prof.ranks, "mpi": prof.data["mpi"],
-                          **({"sites": site_rows(prof)} if args.sites or args.stack else {})},
+                          **({"sites": site_rows(prof)} if args.sites or args.stack else {}),
+                          **({"trace": prof.data.get("trace")} if args.trace or args.trace_events else {})},
                          indent=1))
     else:
         report.print_profile(prof, top=args.top)
         if args.sites or args.stack:
             report.print_sites(prof, args.top or report.SITES_SHOWN, report.report_console())
+        if args.trace or args.trace_events:
+            report.print_trace_note(prof)
         print(f"profile: {path} (text report: {out / 'mpiopt-profile.txt'})")
     return status
 
@@ -85,4 +102,10 @@ def register(sub) -> None:
                    "resolved at MPI_Finalize) and print the top call sites")
     p.add_argument("--stack", type=int, metavar="N",
                    help=f"with --sites: tell sites apart by the N callers above too (0..{MAX_STACK})")
+    p.add_argument("--trace", action="store_true",
+                   help="also record a timeline (each call's enter and leave, bytes, peer, "
+                   "communicator; MPI_Pcontrol regions) as an OTF2 archive DIR/mpiopt-trace")
+    p.add_argument("--trace-events", type=int, metavar="N",
+                   help="events a thread's trace buffer holds (default 262144); later ones are "
+                   "dropped and counted")
     p.set_defaults(func=profile)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from .. import mpi
 from ..errors import UsageError
 from ..profile import Line, compare, compare_sites, load, sections, site_rows, top_calls, top_ranks
 from ..profile.tables import papi_note
@@ -23,6 +25,7 @@ EXAMPLE = """examples:
   mpiopt report mpiopt-profile.json --json              the profile's sections as JSON
   mpiopt report mpiopt-profile.json --sites             top call sites (mpiopt profile --sites)
   mpiopt report a/mpiopt-profile.json b/mpiopt-profile.json --sites   site by site, ratio B/A
+  mpiopt report mpiopt-profile.json --chrome-trace t.json   the --trace timeline for Perfetto
 
 imb% = 100 (max - avg) / max * N / (N - 1) for N ranks (CrayPat's: 100 when one rank holds
 all of it); --json also gives imbalance = max - avg. minPE / maxPE: the rank of the min / max.
@@ -121,6 +124,49 @@ def print_sites(prof, n: int, console: Console) -> None:
                       "for lines; an mpi4py program's sites are in mpi4py's MPI module)")
 
 
+def print_trace_note(prof) -> None:
+    t = prof.data.get("trace") or {}
+    if not t.get("enabled"):
+        return
+    if not t.get("written"):
+        print(f"trace: not written: {t.get('reason')}")
+        return
+    dropped = f", {t['dropped']} dropped (buffers full: --trace-events)" if t.get("dropped") else ""
+    print(f"trace: {t['path']}/traces.otf2, {t['events_recorded']} events{dropped} "
+          f"(mpiopt report {prof.path} --chrome-trace OUT.json)")
+
+
+def trace_archive(prof) -> Path:
+    """The OTF2 anchor file of a profile taken with --trace: mpiopt-trace/ beside the profile."""
+    t = prof.data.get("trace") or {}
+    if not t.get("enabled"):
+        raise UsageError(f"{prof.path}: no trace (profile with `mpiopt profile --trace`, or "
+                         "MPIOPT_PROFILE_TRACE=1)")
+    if not t.get("written"):
+        raise UsageError(f"{prof.path}: the trace was not written: {t.get('reason')}")
+    anchor = prof.path.parent / "mpiopt-trace" / "traces.otf2"
+    if not anchor.exists():
+        raise UsageError(f"{anchor} does not exist (moved without the profile's mpiopt-trace/?)")
+    return anchor
+
+
+def chrome_trace(prof, out: Path) -> dict:
+    """The profile's OTF2 trace as Chrome trace-event JSON, by mpiopt-otf2-chrome (the OTF2
+    reader API, built with the profiler); {"events": n, "path": out}."""
+    anchor = trace_archive(prof)
+    converters = [mpi.binary(f, "mpiopt-otf2-chrome") for f in
+                  [prof.data.get("flavour")] + mpi.built_flavours() if f]
+    exe = next((c for c in converters if c.exists()), None)
+    if exe is None:
+        raise UsageError("mpiopt-otf2-chrome is not built (make build; it needs libotf2-trace-dev)")
+    if out.parent and not out.parent.exists():
+        raise UsageError(f"--chrome-trace: directory {out.parent} does not exist")
+    r = subprocess.run([str(exe), str(anchor), str(out)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise UsageError(r.stderr.strip() or f"{exe.name} failed with status {r.returncode}")
+    return {"path": str(out), "events": int(r.stdout.split()[0]), "archive": str(anchor)}
+
+
 def _short_call(name: str) -> str:
     return name[4:] if name.startswith("MPI_") else name
 
@@ -167,6 +213,11 @@ def report(args) -> int:
     if args.top < 0:
         raise UsageError("--top must be at least 0")
     profiles = [load(p) for p in args.profiles]
+    chrome = None
+    if args.chrome_trace:
+        if len(profiles) != 1:
+            raise UsageError("--chrome-trace takes one profile")
+        chrome = chrome_trace(profiles[0], Path(args.chrome_trace))
     pngs = []
     if args.png:
         from ..profile.plots import matrix_png, ranks_png
@@ -184,7 +235,7 @@ def report(args) -> int:
                         **({"top_calls": top_calls(p, args.top), "top_ranks": top_ranks(p, args.top)}
                            if args.top else {}),
                         **({"sites": site_rows(p)} if args.sites else {})})
-        doc = {"profiles": out, "png": pngs}
+        doc = {"profiles": out, "png": pngs, **({"chrome_trace": chrome} if chrome else {})}
         if len(profiles) == 2:
             doc["ratio_b_over_a"] = {f"{t}: {label}": ratio for t, rows in compare(*profiles)
                                      for label, _, _, ratio in rows}
@@ -212,6 +263,9 @@ def report(args) -> int:
             print_sites(profiles[0], n, console)
     for png in pngs:
         print(f"wrote {png}")
+    if chrome:
+        print(f"wrote {chrome['path']}: {chrome['events']} events, one track a rank (open it in "
+              "ui.perfetto.dev or chrome://tracing)")
     return 0
 
 
@@ -228,6 +282,9 @@ def register(sub) -> None:
     p.add_argument("--sites", action="store_true",
                    help="the top call sites (a profile taken with --sites); with two profiles, "
                    "site by site; --top N sets how many (default 20)")
+    p.add_argument("--chrome-trace", metavar="OUT.json",
+                   help="convert the profile's OTF2 trace (mpiopt profile --trace) to Chrome "
+                   "trace-event JSON: one track a rank, MPI calls and MPI_Pcontrol regions as slices")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.set_defaults(func=_checked)
 
