@@ -83,8 +83,10 @@ static size_t slot_of(const void *const *pc, int frames, int call)
  * tail-called wrapper costs no frame). */
 static int stack_above(const void *caller, const void **pc)
 {
-    void *trace[PROF_SITE_FRAMES + 8];
-    int n = backtrace(trace, PROF_SITE_FRAMES + 8);
+    /* only as deep as needed: each frame costs a lookup of its unwind table */
+    enum { BELOW = 3 };             /* this function, the wrapper, and one to spare */
+    void *trace[PROF_SITE_FRAMES + BELOW];
+    int n = backtrace(trace, prof_sites + BELOW);
     for (int i = 0; i < n; i++)
         if (trace[i] == caller) {
             int k = 0;
