@@ -261,7 +261,21 @@ static int write_otf2(const char *dir, struct prof_trace_summary *out, int nregi
     double span = (sync_end - sync_begin) * scale, span0 = span;
     PMPI_Bcast(&span0, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     double ratio = span > 0 ? span0 / span : 1.0;
-    snprintf(out->path, sizeof out->path, "%s/mpiopt-trace", dir);
+    /* OTF2 does not write over an archive (it crashed when asked to): rank 0 picks the first
+     * of mpiopt-trace, mpiopt-trace.1, ... that does not exist */
+    if (prof.rank == 0) {
+        struct stat st;
+        out->path[0] = 0;
+        for (int k = 0; k < 100 && !out->path[0]; k++) {
+            char name[4096];
+            snprintf(name, sizeof name, k ? "%s/mpiopt-trace.%d" : "%s/mpiopt-trace", dir, k);
+            if (stat(name, &st) != 0 && errno == ENOENT)
+                snprintf(out->path, sizeof out->path, "%s", name);
+        }
+    }
+    PMPI_Bcast(out->path, (int)sizeof out->path, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (!out->path[0])
+        return -1;
     OTF2_Archive *archive = OTF2_Archive_Open(out->path, "traces", OTF2_FILEMODE_WRITE,
                                               1 << 20, 4 << 20, OTF2_SUBSTRATE_POSIX,
                                               OTF2_COMPRESSION_NONE);
@@ -326,8 +340,8 @@ void prof_trace_write(const char *dir, struct prof_trace_summary *out, int nregi
 #ifdef MPIOPT_HAVE_OTF2
     out->written = write_otf2(dir, out, nregions, names, scale) == 0;
     if (!out->written)
-        snprintf(out->reason, sizeof out->reason, "cannot create the OTF2 archive %s "
-                 "(does it exist already?)", out->path);
+        snprintf(out->reason, sizeof out->reason, "cannot create the OTF2 archive in %.200s "
+                 "(mpiopt-trace and mpiopt-trace.1 to .99 exist, or no permission)", dir);
 #else
     snprintf(out->reason, sizeof out->reason, "libmpiopt-profile was built without OTF2 "
              "(Debian: libotf2-trace-dev)");

@@ -133,3 +133,17 @@ def test_errors(tmp_path, flavours):
     assert r.returncode == 2 and "mpiopt profile --trace" in r.stderr and not (tmp_path / "x.json").exists()
     r = run_mpiopt("profile", "--trace-events", 0, "--", "true")
     assert r.returncode == 2 and "--trace-events" in r.stderr
+
+
+@pytest.mark.parametrize("flavour", PROFILED[:1])
+def test_an_existing_directory_is_not_written_over(tmp_path, flavour):
+    """OTF2 cannot write over an archive: a directory mpiopt-trace that is not the profiler's
+    (here with a file of the user's) stays, and the trace goes to mpiopt-trace.1."""
+    mine = tmp_path / "prof" / "mpiopt-trace"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("mine")
+    s = traced(tmp_path, flavour, 2, "ring", 8, 2)
+    assert (mine / "notes.txt").read_text() == "mine" and s["trace"]["path"].endswith("mpiopt-trace.1")
+    out = tmp_path / "t.json"
+    r = run_mpiopt("report", s["_dir"] / "mpiopt-profile.json", "--chrome-trace", out, "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["chrome_trace"]["events"] == 2 * 2 * 2

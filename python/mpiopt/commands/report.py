@@ -137,14 +137,17 @@ def print_trace_note(prof) -> None:
 
 
 def trace_archive(prof) -> Path:
-    """The OTF2 anchor file of a profile taken with --trace: mpiopt-trace/ beside the profile."""
+    """The OTF2 anchor file of a profile taken with --trace: mpiopt-trace/ (or mpiopt-trace.N/
+    where an older one was in the way) beside the profile."""
     t = prof.data.get("trace") or {}
     if not t.get("enabled"):
         raise UsageError(f"{prof.path}: no trace (profile with `mpiopt profile --trace`, or "
                          "MPIOPT_PROFILE_TRACE=1)")
     if not t.get("written"):
         raise UsageError(f"{prof.path}: the trace was not written: {t.get('reason')}")
-    anchor = prof.path.parent / "mpiopt-trace" / "traces.otf2"
+    # the archive's directory beside the profile (its recorded path may be relative to the
+    # directory the program ran in)
+    anchor = prof.path.parent / Path(t.get("path") or "mpiopt-trace").name / "traces.otf2"
     if not anchor.exists():
         raise UsageError(f"{anchor} does not exist (moved without the profile's mpiopt-trace/?)")
     return anchor
