@@ -303,9 +303,10 @@ void prof_start(void)
     prof_papi_start();
     prof_sites_start();
     prof_use_tsc = tsc_trusted();
+    /* on prof_now()'s clock, chosen just above; its barrier before the measured interval */
+    prof_trace_start();
     prof.mono_init = prof_monotonic();
     prof.t_init = prof_now();
-    prof_trace_start();         /* on prof_now()'s clock, chosen just above */
     prof.active = 1;
 }
 
@@ -325,9 +326,9 @@ void prof_init_leave(int nested, int ok)
 
 void prof_finish(void)
 {
-    prof_trace_stop();
     prof.t_final = prof_now();
     double seconds = prof_monotonic() - prof.mono_init;
+    prof_trace_stop();          /* its barrier after the measured interval */
     prof_papi_stop();
     for (int i = prof_nregions - 1; i >= 0; i--)
         if (prof_regions[i].open)
