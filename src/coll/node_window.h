@@ -10,6 +10,7 @@
 
 #define BUFFER_BYTES 8192
 #define RESULT_BUFFERS 4
+#define SMALL_BUFFERS 4
 
 typedef struct {
     _Alignas(64) uint64_t call;     /* the call whose input follows (0: none yet) */
@@ -34,17 +35,33 @@ typedef struct {
     direct_block direct;
     buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
                                      * result[k % RESULT_BUFFERS] */
-    buffer in[];                    /* call k's input in in[k % buffers] */
+    buffer small[SMALL_BUFFERS];    /* the small ring's buffers */
+    buffer in[];                    /* the large ring's */
 } slot;
+
+/* Calls go through one of two rings of input buffers, each with its own call numbers: one-piece
+ * calls below SMALL_RING_BYTES through four buffers that stay in cache, larger ones through as
+ * many as the window's budget gives, so that a reduce's other ranks can hand over MiBs and leave.
+ * Through the large ring alone, a small call would touch a new buffer (new cache lines, a new
+ * page) every time. Every rank makes the same calls, so each ring's numbers agree. */
+typedef struct {
+    int large;                      /* 0: slot.small, 1: slot.in */
+    uint64_t buffers;               /* the same on every rank */
+    uint64_t calls;                 /* the last call made through this ring */
+    uint64_t writable_until;        /* the last call whose buffer is known free */
+} ring;
+
+static inline buffer *ring_buffer(const ring *g, slot *s, uint64_t call)
+{
+    return (g->large ? s->in : s->small) + call % g->buffers;
+}
 
 /* A rank's view of the window (made by shared_memory.c's window_of) */
 struct mpiopt_node_window {
     int usable;                     /* 0: the ranks do not share a node */
     int freed;                      /* the window is gone (MPI_Finalize came first) */
     MPI_Win win;
-    uint64_t calls;
-    uint64_t buffers;               /* input buffers a slot has: the same on every rank */
-    uint64_t writable_until;        /* the last call whose buffer is known free */
+    ring small, large;
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */

@@ -53,6 +53,9 @@
 /* allreduce pieces of this size and up are reduce-scattered: below, the second round of
  * cache-line handovers costs more than the reduction it shares out */
 #define SCATTER_FROM_BYTES 4096
+/* calls below this size go through the small ring (node_window.h); never more than a buffer, and
+ * never a reduce-scattered piece, whose result buffers are numbered by the large ring's calls */
+#define SMALL_RING_BYTES SCATTER_FROM_BYTES
 /* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
  * where the ranks can: below, its three waits and a system call per chunk cost more than the
  * window's second copy */
@@ -168,10 +171,10 @@ static int window_of(const mpiopt_coll *c, node_window **out)
         long budget = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
         uint64_t mine = (uint64_t)(budget > 0 ? budget : 0) / ((uint64_t)c->size * sizeof(buffer));
         mine = mine < MIN_BUFFERS ? MIN_BUFFERS : mine > MAX_BUFFERS ? MAX_BUFFERS : mine;
-        rc = PMPI_Allreduce(&mine, &w->buffers, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+        rc = PMPI_Allreduce(&mine, &w->large.buffers, 1, MPI_UINT64_T, MPI_MIN, c->comm);
     }
     if (w->usable && rc == MPI_SUCCESS) {
-        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->buffers * sizeof(buffer)), 64,
+        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->large.buffers * sizeof(buffer)), 64,
                                       MPI_INFO_NULL, c->comm, &w->mine, &w->win);
         for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
             MPI_Aint size;
@@ -181,12 +184,12 @@ static int window_of(const mpiopt_coll *c, node_window **out)
         if (rc == MPI_SUCCESS) {
             /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
              * page fault a call while the ring is used for the first time */
-            memset(w->mine, 0, sizeof(slot) + w->buffers * sizeof(buffer));
-            for (uint64_t b = 0; b < w->buffers; b++)
-                __atomic_store_n(&w->mine->in[b].call, 0, __ATOMIC_RELEASE);
-            for (int b = 0; b < RESULT_BUFFERS; b++)
-                __atomic_store_n(&w->mine->result[b].call, 0, __ATOMIC_RELEASE);
-            w->writable_until = w->buffers - 1;
+            memset(w->mine, 0, sizeof(slot) + w->large.buffers * sizeof(buffer));
+            __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
+            w->large.large = 1;
+            w->small.buffers = SMALL_BUFFERS;
+            w->small.writable_until = w->small.buffers - 1;
+            w->large.writable_until = w->large.buffers - 1;
             mpiopt_shm_direct_prepare(w);
             rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
         }
@@ -205,31 +208,31 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     return MPI_SUCCESS;
 }
 
-static void publish(node_window *w, uint64_t call)
+static void publish(node_window *w, const ring *g, uint64_t call)
 {
-    __atomic_store_n(&w->mine->in[call % w->buffers].call, call, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring_buffer(g, w->mine, call)->call, call, __ATOMIC_RELEASE);
 }
 
 /* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
  * so read call - buffers. Looks only when what it saw last time does not already say so. */
-static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
+static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call)
 {
-    if (call <= w->writable_until)
+    if (call <= g->writable_until)
         return;
-    uint64_t needed = call - w->buffers + 1, least = UINT64_MAX;
+    uint64_t needed = call - g->buffers + 1, least = UINT64_MAX;
     for (int r = 0; r < c->size; r++) {
-        uint64_t seen = mpiopt_shm_wait(&w->all[r]->in[needed % w->buffers].call, needed);
+        uint64_t seen = mpiopt_shm_wait(&ring_buffer(g, w->all[r], needed)->call, needed);
         least = seen < least ? seen : least;
     }
-    w->writable_until = least + w->buffers - 1;
+    g->writable_until = least + g->buffers - 1;
 }
 
 /* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
  * it reads its own input where the caller left it. */
-static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t call,
-                            const void *mine, int r, size_t first)
+static const void *input_of(const mpiopt_coll *c, const node_window *w, const ring *g,
+                            uint64_t call, const void *mine, int r, size_t first)
 {
-    const char *base = r == c->rank && mine ? mine : w->all[r]->in[call % w->buffers].data;
+    const char *base = r == c->rank && mine ? mine : ring_buffer(g, w->all[r], call)->data;
     return base + first * c->extent;
 }
 
@@ -267,15 +270,15 @@ int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *
 
 /* Elements [first, first + count) of this call's p inputs in the window (this rank's in `mine`
  * when it reads its own input where the caller left it) reduced into buf. */
-static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, uint64_t call,
-                                const void *mine, size_t first, void *buf, size_t count,
-                                const fold_space *f)
+static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, const ring *g,
+                                uint64_t call, const void *mine, size_t first, void *buf,
+                                size_t count, const fold_space *f)
 {
     const char *pair[2], **in = c->size == 2 ? pair : f->inputs;
     if (!in)
         return MPI_ERR_NO_MEM;
     for (int r = 0; r < c->size; r++)
-        in[r] = input_of(c, w, call, mine, r, first);
+        in[r] = input_of(c, w, g, call, mine, r, first);
     return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
 }
 
@@ -290,13 +293,13 @@ static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, s
  * result buffer and publishes it, then copies every rank's share into `out`. A rank writes
  * result[call % RESULT_BUFFERS] only after every input of `call` is published, so every rank has
  * finished call - 1, and read call - 1's results. */
-static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, uint64_t call, void *out,
-                                size_t count, const fold_space *f)
+static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, const ring *g,
+                                uint64_t call, void *out, size_t count, const fold_space *f)
 {
     size_t first, n;
     share_of(c, c->rank, count, &first, &n);
     buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
-    int rc = n ? reduce_window_inputs(c, w, call, NULL, first, mine->data, n, f)
+    int rc = n ? reduce_window_inputs(c, w, g, call, NULL, first, mine->data, n, f)
                : MPI_SUCCESS;
     __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
     /* this rank's own share first (in cache), then the others' as they come */
@@ -314,33 +317,33 @@ static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, uint64_t c
 /* One piece of a call (at most a buffer's worth of elements): `call` is its number, `in` this
  * rank's input to it and `out` where its result goes (root: the reduce's, or -1 for an allreduce,
  * where every rank reduces). */
-static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, const void *in,
-                          void *out, size_t count, int root, const fold_space *f)
+static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call,
+                          const void *in, void *out, size_t count, int root, const fold_space *f)
 {
     const void *mine = NULL;
     if (c->rank == root && in != out) {
         mine = in;          /* nobody else reads a reduce root's input: it stays where it is */
     } else {
-        wait_writable(c, w, call);
-        memcpy(w->mine->in[call % w->buffers].data, in, count * c->extent);
+        wait_writable(c, w, g, call);
+        memcpy(ring_buffer(g, w->mine, call)->data, in, count * c->extent);
     }
     if (c->rank != root) {
-        publish(w, call);
+        publish(w, g, call);
         if (root >= 0)
             return MPI_SUCCESS;     /* a reduce's other ranks: the root reads their input */
     }
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            mpiopt_shm_wait(&w->all[r]->in[call % w->buffers].call, call);
+            mpiopt_shm_wait(&ring_buffer(g, w->all[r], call)->call, call);
     int rc;
     if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
-        rc = scatter_gather_piece(c, w, call, out, count, f);
+        rc = scatter_gather_piece(c, w, g, call, out, count, f);
     else
-        rc = reduce_window_inputs(c, w, call, mine, 0, out, count, f);
+        rc = reduce_window_inputs(c, w, g, call, mine, 0, out, count, f);
     if (c->rank == root)
-        publish(w, call);   /* a reduce's root: once it has read the others' inputs */
+        publish(w, g, call);   /* a reduce's root: once it has read the others' inputs */
     /* every rank has published call, so has read call - 1's inputs (and results) */
-    w->writable_until = call + w->buffers - 1;
+    g->writable_until = call + g->buffers - 1;
     return rc;
 }
 #else
@@ -373,6 +376,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     const char *in = c->src ? c->src : buf;
     if (root < 0 && w->direct && count * c->extent >= DIRECT_FROM_BYTES)
         return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
+    /* one-piece calls below SMALL_RING_BYTES through the small ring (node_window.h) */
+    ring *g = count * c->extent < SMALL_RING_BYTES ? &w->small : &w->large;
     fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
@@ -383,7 +388,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     /* every piece, whatever failed before: the other ranks wait for this one's */
     for (size_t first = 0; first < count; first += per_piece) {
         size_t n = count - first < per_piece ? count - first : per_piece;
-        int piece_rc = exchange_piece(c, w, ++w->calls, mpiopt_at(c, in, first),
+        int piece_rc = exchange_piece(c, w, g, ++g->calls, mpiopt_at(c, in, first),
                                       mpiopt_at(c, buf, first), n, root, &f);
         if (rc == MPI_SUCCESS)
             rc = piece_rc;

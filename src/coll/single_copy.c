@@ -93,7 +93,7 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
                                 size_t count)
 {
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
-    uint64_t call = ++w->calls;
+    uint64_t call = ++w->large.calls;
     direct_block *mine = &w->mine->direct;
     mine->src = in;
     mine->dst = out;
@@ -149,8 +149,8 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
 
     /* the window's ring counts this call as every other: its number published in its buffer (no
      * input in it), and every rank has finished every call before it */
-    post(&w->mine->in[call % w->buffers].call, call);
-    w->writable_until = call + w->buffers - 1;
+    post(&ring_buffer(&w->large, w->mine, call)->call, call);
+    w->large.writable_until = call + w->large.buffers - 1;
     free(f.value);
     free(inputs);
     mpiopt_scratch_free(scratch);
