@@ -39,11 +39,12 @@ typedef struct {
     buffer in[];                    /* the large ring's */
 } slot;
 
-/* Calls go through one of two rings of input buffers, each with its own call numbers: one-piece
- * calls below SMALL_RING_BYTES through four buffers that stay in cache, larger ones through as
+/* Calls go through one of two rings of input buffers, each with its own call numbers: every
+ * allreduce and small reduces through four buffers that stay in cache, larger reduces through as
  * many as the window's budget gives, so that a reduce's other ranks can hand over MiBs and leave.
- * Through the large ring alone, a small call would touch a new buffer (new cache lines, a new
- * page) every time. Every rank makes the same calls, so each ring's numbers agree. */
+ * Through the large ring, every call would land in buffers gone cold (new cache lines, new pages).
+ * Every rank makes the same calls, so each ring's numbers agree. The result buffers are numbered
+ * by the small ring's calls (allreduces only). */
 typedef struct {
     int large;                      /* 0: slot.small, 1: slot.in */
     uint64_t buffers;               /* the same on every rank */

@@ -53,9 +53,10 @@
 /* allreduce pieces of this size and up are reduce-scattered: below, the second round of
  * cache-line handovers costs more than the reduction it shares out */
 #define SCATTER_FROM_BYTES 4096
-/* calls below this size go through the small ring (node_window.h); never more than a buffer, and
- * never a reduce-scattered piece, whose result buffers are numbered by the large ring's calls */
-#define SMALL_RING_BYTES SCATTER_FROM_BYTES
+/* A reduce's other ranks hand over this much through the small ring without waiting for the root
+ * (its buffers but one: the root may still be reading the last of the call before); larger
+ * reduces go through the large ring (node_window.h) */
+#define SMALL_RING_BYTES ((SMALL_BUFFERS - 1) * BUFFER_BYTES)
 /* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
  * where the ranks can: below, its three waits and a system call per chunk cost more than the
  * window's second copy */
@@ -376,8 +377,10 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     const char *in = c->src ? c->src : buf;
     if (root < 0 && w->direct && count * c->extent >= DIRECT_FROM_BYTES)
         return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
-    /* one-piece calls below SMALL_RING_BYTES through the small ring (node_window.h) */
-    ring *g = count * c->extent < SMALL_RING_BYTES ? &w->small : &w->large;
+    /* An allreduce through the small ring at every size: every rank waits for every input of
+     * each piece anyway, so a deeper ring would only make each piece land in buffers gone cold.
+     * A reduce through the large ring above SMALL_RING_BYTES (node_window.h). */
+    ring *g = root < 0 || count * c->extent <= SMALL_RING_BYTES ? &w->small : &w->large;
     fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
