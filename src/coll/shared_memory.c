@@ -21,12 +21,14 @@
  *
  * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
  *
- * Each slot holds `buffers` input buffers, used in turn: as many as the node's budget for the
- * window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided among its ranks; at
- * least 4). A rank publishes call k only after it has read every input of call k - 1, so a rank
- * may write call k's input once every rank has published k - buffers + 1: a reduce's other ranks
- * hand over up to `buffers` pieces (4 MiB at p = 2) and return while the root is still reducing,
- * as a program's non-root ranks want. What a rank saw of the others when it last looked tells it
+ * Each slot holds two rings of input buffers, used in turn (node_window.h): four for every
+ * allreduce and small reduce, and for larger reduces as many as the node's budget for the window
+ * allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided among its ranks; at least 4). A
+ * rank publishes call k of a ring only after it has read every input of call k - 1, so a rank may
+ * write call k's input once every rank has published k - buffers + 1: a reduce's other ranks hand
+ * over up to `buffers` pieces (8 MiB at p = 2) and return while the root is still reducing, as a
+ * program's non-root ranks want. Allreduces of 64 KiB and up read the other ranks' buffers where
+ * they are instead, where the ranks may (single_copy.c). What a rank saw of the others when it last looked tells it
  * how many calls it may go on without looking again: the header of a buffer is on the line with
  * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
  *
