@@ -15,7 +15,8 @@
  * MPIOPT_USER_OP_PRIORITY (default 1; OpenMP honours it only up to OMP_MAX_TASK_PRIORITY). A task
  * a chunk was the first design and left the second thread idle: a 256 MiB buffer is 4096 chunks,
  * and past a queue limit of a few dozen tasks a thread GCC's libgomp runs new tasks undeferred in
- * the thread that creates them, so the creator did all the work (1.0x the unthreaded op; 1.3x now, memory-bound, docs/user_ops.md). Inside
+ * the thread that creates them, so the creator did all the work (1.0x the unthreaded op; 1.5x
+ * now, where memory bandwidth bounds it: docs/user_ops.md). Inside
  * a parallel region the tasks join the caller's team (so a reduction run as a task overlaps the
  * team's other tasks); outside, a parallel region of the op's thread count runs them. For an
  * element-wise function, result[i] depends only on in[i] and inout[i], so chunked calls are bit
