@@ -37,27 +37,56 @@
 #include <stdlib.h>
 #include "coll.h"
 
-/* The flat algorithm that combines a share between nodes: the cheapest the cost model names for
- * `nodes` processes and the share's bytes, among those that fit the op (never this one, nor
- * shared_memory, which needs one node). A function of facts all owners of the share agree on. */
-static mpiopt_algorithm inter_node_algorithm(const mpiopt_coll *c, int is_reduce, int nodes,
-                                             size_t bytes)
+/* The parameters of one level: between nodes (intra = 0: alpha, beta) or inside a node (intra =
+ * 1: intra_alpha, intra_beta where set). Patterns measured on all ranks are neither's. */
+static mpiopt_cost_params level_params(const mpiopt_cost_params *P, int intra)
 {
-    const mpiopt_cost_params *model = mpiopt_selection_model();
+    mpiopt_cost_params l = {.alpha = P->alpha, .beta = P->beta, .gamma = P->gamma};
+    if (intra && P->intra_alpha > 0)
+        l.alpha = P->intra_alpha;
+    if (intra && P->intra_beta > 0)
+        l.beta = P->intra_beta;
+    return l;
+}
+
+/* The flat algorithm (and its cost in *t) for one level: the cheapest the cost model names for
+ * p processes and the bytes, among those that fit the op (never this one, nor shared_memory,
+ * which needs one node). A function of facts every rank of the level agrees on. */
+static mpiopt_algorithm flat_algorithm(const mpiopt_cost_params *level, int is_reduce, int p,
+                                       double bytes, int commutative, double *t)
+{
     mpiopt_algorithm best = is_reduce ? MPIOPT_ALG_BINOMIAL : MPIOPT_ALG_RABENSEIFNER;
     double best_t = -1;
     for (int a = 0; a < MPIOPT_ALG_COUNT; a++) {
         if (!mpiopt_algorithms[a].cost || a == MPIOPT_ALG_HIERARCHICAL ||
-            a == MPIOPT_ALG_SHARED_MEMORY || !mpiopt_algorithm_fits(a, nodes, c->commutative))
+            a == MPIOPT_ALG_SHARED_MEMORY || !mpiopt_algorithm_fits(a, p, commutative))
             continue;
-        double t = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, nodes, (double)bytes,
-                                       model);
-        if (t >= 0 && (best_t < 0 || t < best_t)) {
-            best_t = t;
+        double ta = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, p, bytes, level);
+        if (ta >= 0 && (best_t < 0 || ta < best_t)) {
+            best_t = ta;
             best = (mpiopt_algorithm)a;
         }
     }
+    if (t)
+        *t = best_t < 0 ? 0 : best_t;
     return best;
+}
+
+/* The two ways of splitting the work (see the top): the predicted seconds of the whole vector
+ * on every owner (*whole) and of shares (*shares), for `nodes` nodes of m ranks and n bytes. */
+static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes, int m, double n,
+                          double *whole, double *shares)
+{
+    mpiopt_cost_params intra = level_params(P, 1), inter = level_params(P, 0);
+    double node_t, net_t;
+    /* whole: the node's allreduce (reduce) by the cheapest flat algorithm, then the network's */
+    flat_algorithm(&intra, is_reduce, m, n, 1, &node_t);
+    flat_algorithm(&inter, is_reduce, nodes, n, 1, &net_t);
+    *whole = node_t + net_t + (is_reduce ? intra.alpha + n * intra.beta : 0);
+    /* shares: halving and doubling inside the node (Rabenseifner's terms), the network on n/m */
+    node_t = mpiopt_cost_seconds(MPIOPT_ALG_RABENSEIFNER, is_reduce, m, n, &intra);
+    flat_algorithm(&inter, is_reduce, nodes, n / m, 1, &net_t);
+    *shares = node_t + net_t;
 }
 
 /* What one call needs to know about this rank's node. */
@@ -160,36 +189,52 @@ static int reduce_scatter_node(const mpiopt_coll *c, const node_view *v, void *b
     return rc;
 }
 
-/* Step 2 for every share this rank owns: the flat algorithm among the share's owners, one a
- * node, in node order. root_node < 0: allreduce; else reduce to the owner on that node. */
+/* A context for a group of c's ranks: peers[g] is group member g, this rank is member me. */
+static mpiopt_coll group_context(const mpiopt_coll *c, const int *peers, int size, int me,
+                                 const void *src)
+{
+    mpiopt_coll g = *c;
+    g.peers = peers;
+    g.rank = me;
+    g.size = size;
+    g.src = src;
+    return g;
+}
+
+/* The flat algorithm between nodes on elements [lo, hi) of buf, among the ranks that own
+ * `share` on each node (local rank share mod that node's size), in node order. root_node < 0:
+ * allreduce; else reduce to that node's member. group: scratch of one int a node. */
+static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf, size_t lo,
+                             size_t hi, int share, int root_node, int *group)
+{
+    const mpiopt_node_layout *L = v->L;
+    if (L->nodes == 1 || hi == lo)
+        return MPI_SUCCESS;
+    for (int k = 0; k < L->nodes; k++) {
+        int mk = L->start[k + 1] - L->start[k];
+        group[k] = L->members[L->start[k] + share % mk];
+    }
+    mpiopt_coll g = group_context(c, group, L->nodes, v->node, NULL);
+    mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0);
+    mpiopt_algorithm a = flat_algorithm(&inter, root_node >= 0, L->nodes,
+                                        (double)(hi - lo) * (double)c->extent, c->commutative,
+                                        NULL);
+    const mpiopt_algorithm_info *alg = &mpiopt_algorithms[a];
+    return root_node < 0 ? alg->allreduce(&g, mpiopt_at(c, buf, lo), hi - lo)
+                         : alg->reduce(&g, mpiopt_at(c, buf, lo), hi - lo, root_node);
+}
+
+/* Step 2 of the direct split: for every share this rank owns, in share order. */
 static int combine_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf,
                                  size_t count, int root_node)
 {
-    const mpiopt_node_layout *L = v->L;
-    if (L->nodes == 1)
-        return MPI_SUCCESS;
-    int *group = malloc(sizeof(int) * (size_t)L->nodes), rc = MPI_SUCCESS;
+    int *group = malloc(sizeof(int) * (size_t)v->L->nodes), rc = MPI_SUCCESS;
     if (!group)
         return MPI_ERR_NO_MEM;
     for (int s = v->j; rc == MPI_SUCCESS && s < v->shares; s += v->m) {
         size_t lo, hi;
         share_range(v, count, s, &lo, &hi);
-        if (hi == lo)
-            continue;
-        for (int k = 0; k < L->nodes; k++) {
-            int mk = L->start[k + 1] - L->start[k];
-            group[k] = L->members[L->start[k] + s % mk];
-        }
-        mpiopt_coll g = *c;
-        g.peers = group;
-        g.rank = v->node;
-        g.size = L->nodes;
-        g.src = NULL;
-        mpiopt_algorithm a = inter_node_algorithm(c, root_node >= 0, L->nodes,
-                                                  (hi - lo) * c->extent);
-        const mpiopt_algorithm_info *alg = &mpiopt_algorithms[a];
-        rc = root_node < 0 ? alg->allreduce(&g, mpiopt_at(c, buf, lo), hi - lo)
-                           : alg->reduce(&g, mpiopt_at(c, buf, lo), hi - lo, root_node);
+        rc = run_between_nodes(c, v, buf, lo, hi, s, root_node, group);
     }
     free(group);
     return rc;
@@ -242,12 +287,137 @@ static int view_of(const mpiopt_coll *c, node_view *v, int *rc)
     return 1;
 }
 
+/* 1 if the whole vector should go to every owner (small messages: fewest rounds), 0 for shares.
+ * From the layout and the model, which every rank shares. */
+static int whole_vector(const mpiopt_coll *c, const node_view *v, int is_reduce, size_t count)
+{
+    double whole, shares;
+    variant_costs(mpiopt_selection_model(), is_reduce, v->L->nodes, v->L->max_ranks,
+                  (double)count * (double)c->extent, &whole, &shares);
+    return whole <= shares;
+}
+
+/* Nodes of one power-of-two size: the shares are recursive halving's ranges, and the node's
+ * reduce-scatter and allgather are halving_doubling.c's (log2 m rounds, not m - 1 messages). */
+static int halving_fits(const node_view *v)
+{
+    int m = v->L->max_ranks;
+    return v->L->min_ranks == m && (m & (m - 1)) == 0;
+}
+
+/* The whole vector, allreduce: the node's allreduce by a flat algorithm that leaves the same
+ * bits on every rank, then the network's by every group of owners at once. All groups compute
+ * the same bits from the same operands, so nothing needs to come back to the node. */
+static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, size_t count)
+{
+    mpiopt_cost_params intra = level_params(mpiopt_selection_model(), 1);
+    double bytes = (double)count * (double)c->extent;
+    mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
+    mpiopt_algorithm a = flat_algorithm(&intra, 0, v->m, bytes, c->commutative, NULL);
+    if (a != MPIOPT_ALG_RECURSIVE_DOUBLING && a != MPIOPT_ALG_RABENSEIFNER)
+        a = MPIOPT_ALG_RECURSIVE_DOUBLING;
+    int rc = MPI_SUCCESS;
+    if (v->m > 1)
+        rc = mpiopt_algorithms[a].allreduce(&node, buf, count);
+    else if (c->src)
+        rc = mpiopt_coll_copy(c, buf, c->src, count * c->extent);
+    int *group = malloc(sizeof(int) * (size_t)v->L->nodes);
+    if (!group)
+        return MPI_ERR_NO_MEM;
+    /* a rank that owns several groups (its node is smaller than the largest) runs the others
+     * first, each on a copy of the node's result whose outcome it does not need (the copies
+     * before buf changes). Every such rank runs its groups in decreasing share order, so no two
+     * ranks wait for each other in two groups taken in opposite orders. */
+    void *spare = NULL;
+    for (int s = v->j + v->m; rc == MPI_SUCCESS && s < v->shares; s += v->m) {
+        if (!spare && !(spare = mpiopt_coll_scratch(c, count)))
+            rc = MPI_ERR_NO_MEM;
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_coll_copy(c, spare, buf, count * c->extent);
+        if (rc == MPI_SUCCESS)
+            rc = run_between_nodes(c, v, spare, 0, count, s, -1, group);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = run_between_nodes(c, v, buf, 0, count, v->j, -1, group);
+    free(group);
+    mpiopt_scratch_free(spare);
+    return rc;
+}
+
+/* The whole vector, reduce: binomial to each node's first rank, the network's reduce among
+ * those, and the result on to the root. */
+static int whole_reduce(const mpiopt_coll *c, const node_view *v, void *buf, size_t count,
+                        int root)
+{
+    const mpiopt_node_layout *L = v->L;
+    int root_node = L->node_of[root], rc = MPI_SUCCESS;
+    mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
+    if (v->m > 1)
+        rc = mpiopt_reduce_binomial(&node, buf, count, 0);
+    else if (c->src)
+        rc = mpiopt_coll_copy(c, buf, c->src, count * c->extent);
+    if (rc == MPI_SUCCESS && v->j == 0) {
+        int *group = malloc(sizeof(int) * (size_t)L->nodes);
+        if (!group)
+            return MPI_ERR_NO_MEM;
+        rc = run_between_nodes(c, v, buf, 0, count, 0, root_node, group);
+        free(group);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_forward_result(c, buf, count, L->members[L->start[root_node]], root);
+    return rc;
+}
+
+/* Shares as recursive halving's ranges (halving_fits): the node's reduce-scatter by halving,
+ * the network on this rank's range, then the node's allgather by doubling (root < 0) or, on the
+ * root's node, the gather to the root. */
+static int halving(const mpiopt_coll *c, const node_view *v, void *buf, size_t count, int root)
+{
+    int levels, m = v->m, rc;
+    mpiopt_pow2_floor(m, &levels);
+    int *rank_of = malloc(sizeof(int) * (size_t)m);
+    int *group = malloc(sizeof(int) * (size_t)v->L->nodes);
+    void *tmp = mpiopt_coll_scratch(c, count);
+    if (!rank_of || !group || !tmp) {
+        free(rank_of);
+        free(group);
+        mpiopt_scratch_free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int i = 0; i < m; i++)
+        rank_of[i] = i;
+    mpiopt_coll node = group_context(c, v->local, m, v->j, c->src);
+    size_t lo, hi;
+    mpiopt_halving_range(count, (unsigned)v->j, levels, &lo, &hi);
+    rc = mpiopt_reduce_scatter_halving(&node, buf, tmp, count, c->src ? c->src : buf, rank_of,
+                                       levels, v->j);
+    int root_node = root < 0 ? -1 : v->L->node_of[root];
+    if (rc == MPI_SUCCESS)
+        rc = run_between_nodes(c, v, buf, lo, hi, v->j, root_node, group);
+    if (rc == MPI_SUCCESS && root < 0) {
+        rc = mpiopt_allgather_doubling(&node, buf, count, rank_of, levels, v->j);
+    } else if (rc == MPI_SUCCESS && root_node == v->node) {
+        int root_local = 0;
+        while (v->local[root_local] != root)
+            root_local++;
+        rc = mpiopt_gather_halving(&node, buf, count, rank_of, levels, v->j, root_local);
+    }
+    free(rank_of);
+    free(group);
+    mpiopt_scratch_free(tmp);
+    return rc;
+}
+
 int mpiopt_allreduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count)
 {
     node_view v;
     int rc;
     if (!view_of(c, &v, &rc))
         return rc != MPI_SUCCESS ? rc : mpiopt_allreduce_rabenseifner(c, buf, count);
+    if (whole_vector(c, &v, 0, count))
+        return whole_allreduce(c, &v, buf, count);
+    if (halving_fits(&v))
+        return halving(c, &v, buf, count, -1);
     rc = reduce_scatter_node(c, &v, buf, count);
     if (rc == MPI_SUCCESS)
         rc = combine_between_nodes(c, &v, buf, count, -1);
@@ -262,6 +432,10 @@ int mpiopt_reduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count, in
     int rc;
     if (!view_of(c, &v, &rc))
         return rc != MPI_SUCCESS ? rc : mpiopt_reduce_binomial(c, buf, count, root);
+    if (whole_vector(c, &v, 1, count))
+        return whole_reduce(c, &v, buf, count, root);
+    if (halving_fits(&v))
+        return halving(c, &v, buf, count, root);
     rc = reduce_scatter_node(c, &v, buf, count);
     if (rc == MPI_SUCCESS)
         rc = combine_between_nodes(c, &v, buf, count, v.L->node_of[root]);
@@ -272,29 +446,11 @@ int mpiopt_reduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count, in
 
 double mpiopt_cost_hierarchical(const mpiopt_cost_call *x, int is_reduce)
 {
-    /* priced only where the node layout is known (x->ranks_per_node > 1 on >= 2 nodes) */
+    /* priced only where the node layout is known: ranks_per_node > 1 on >= 2 nodes */
     int m = x->ranks_per_node, nodes = m > 0 ? (x->p + m - 1) / m : 0;
     if (m < 2 || nodes < 2)
         return -1;
-    const mpiopt_cost_params *P = x->params;
-    double share = x->n / m;
-    double intra_alpha = P->intra_alpha > 0 ? P->intra_alpha : P->alpha;
-    double intra_beta = P->intra_beta > 0 ? P->intra_beta : P->beta;
-    /* step 1: m-1 pieces in at once, reduced; step 3: m-1 out (reduce: one, to the root) */
-    double intra = intra_alpha + (m - 1) * share * intra_beta + (m - 1) * share * P->gamma;
-    intra += is_reduce ? intra_alpha + share * intra_beta
-                       : intra_alpha + (m - 1) * share * intra_beta;
-    /* step 2: the best flat algorithm between nodes, priced at the network's parameters */
-    mpiopt_cost_params net = *P;
-    net.exchange_ranks = 0;     /* patterns measured on all p ranks are not the nodes' */
-    double best = -1;
-    for (int a = 0; a < MPIOPT_ALG_COUNT; a++) {
-        if (!mpiopt_algorithms[a].cost || a == MPIOPT_ALG_HIERARCHICAL ||
-            a == MPIOPT_ALG_SHARED_MEMORY)
-            continue;
-        double t = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, nodes, share, &net);
-        if (t >= 0 && (best < 0 || t < best))
-            best = t;
-    }
-    return best < 0 ? -1 : intra + best;
+    double whole, shares;
+    variant_costs(x->params, is_reduce, nodes, m, x->n, &whole, &shares);
+    return whole < shares ? whole : shares;
 }

@@ -5,10 +5,13 @@
  * each group names its node, and an allgather of those names gives every rank the whole layout.
  * Nodes need not hold the same number of ranks, nor consecutive ranks (a round-robin placement).
  *
- * MPIOPT_RANKS_PER_NODE=k is a testing knob: each run of k consecutive ranks is taken to be a
- * node (the last may hold fewer), so one machine can run the node-aware code with pretend nodes.
- * It needs no communication, so it also serves a nonblocking call that is the communicator's
- * first, where the split (a blocking collective) may not be made. */
+ * MPIOPT_RANKS_PER_NODE=k is a testing knob: each run of k consecutive ranks of MPI_COMM_WORLD
+ * is taken to be a node (the last may hold fewer), so one machine can run the node-aware code
+ * with pretend nodes. Counting in MPI_COMM_WORLD, as a real node would, a communicator made by
+ * MPI_Comm_split with other keys or a subset of the ranks gets nodes of uneven sizes whose ranks
+ * are not consecutive. The knob needs no communication (the group translation is local), so it
+ * also serves a nonblocking call that is the communicator's first, where the split (a blocking
+ * collective) may not be made. */
 #include <stdlib.h>
 #include "coll.h"
 
@@ -82,6 +85,41 @@ static mpiopt_node_layout *layout_from_names(const int *name, int p)
     return L;
 }
 
+/* Each rank's node name under the knob: the lowest rank of c->comm in its block of k ranks of
+ * MPI_COMM_WORLD. */
+static int names_from_knob(const mpiopt_coll *c, int k, int *name)
+{
+    int p = c->size, rc;
+    MPI_Group mine, world;
+    int *ranks = malloc(sizeof(int) * 2 * (size_t)p);
+    if (!ranks)
+        return MPI_ERR_NO_MEM;
+    int *world_rank = ranks + p;
+    for (int r = 0; r < p; r++)
+        ranks[r] = r;
+    rc = PMPI_Comm_group(c->comm, &mine);
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Comm_group(MPI_COMM_WORLD, &world);
+        if (rc == MPI_SUCCESS) {
+            rc = PMPI_Group_translate_ranks(mine, p, ranks, world, world_rank);
+            PMPI_Group_free(&world);
+        }
+        PMPI_Group_free(&mine);
+    }
+    /* the first rank of each block seen in rank order names it (p^2 at worst, once a
+     * communicator, in tests) */
+    for (int r = 0; rc == MPI_SUCCESS && r < p; r++) {
+        name[r] = r;
+        for (int q = 0; q < r; q++)
+            if (world_rank[q] / k == world_rank[r] / k) {
+                name[r] = q;
+                break;
+            }
+    }
+    free(ranks);
+    return rc;
+}
+
 /* Each rank's node name, found by MPI (collective on c->comm). */
 static int names_from_mpi(const mpiopt_coll *c, int *name)
 {
@@ -113,8 +151,7 @@ int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out)
     if (!name)
         return MPI_ERR_NO_MEM;
     if (k) {
-        for (int r = 0; r < p; r++)
-            name[r] = r / k * k;
+        rc = names_from_knob(c, k, name);
     } else {
         rc = names_from_mpi(c, name);
     }
