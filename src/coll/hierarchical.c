@@ -37,11 +37,12 @@
 #include <stdlib.h>
 #include "coll.h"
 
-/* The parameters of one level: between nodes (intra = 0: alpha, beta) or inside a node (intra =
- * 1: intra_alpha, intra_beta where set). Patterns measured on all ranks are neither's. */
-static mpiopt_cost_params level_params(const mpiopt_cost_params *P, int intra)
+/* The parameters of one level: inside a node (intra = 1: intra_alpha, intra_beta where set), or
+ * between nodes (intra = 0: alpha, beta), where the node's `flows` ranks send at once through
+ * its one link, each at 1/flows of its bandwidth. Patterns measured on all ranks are neither's. */
+static mpiopt_cost_params level_params(const mpiopt_cost_params *P, int intra, int flows)
 {
-    mpiopt_cost_params l = {.alpha = P->alpha, .beta = P->beta, .gamma = P->gamma};
+    mpiopt_cost_params l = {.alpha = P->alpha, .beta = P->beta * flows, .gamma = P->gamma};
     if (intra && P->intra_alpha > 0)
         l.alpha = P->intra_alpha;
     if (intra && P->intra_beta > 0)
@@ -77,11 +78,14 @@ static mpiopt_algorithm flat_algorithm(const mpiopt_cost_params *level, int is_r
 static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes, int m, double n,
                           double *whole, double *shares)
 {
-    mpiopt_cost_params intra = level_params(P, 1), inter = level_params(P, 0);
+    /* between nodes all m ranks of a node send at once: the whole vector each (allreduce; a
+     * reduce's first ranks alone), or a share each */
+    mpiopt_cost_params intra = level_params(P, 1, 1), inter = level_params(P, 0, m);
+    mpiopt_cost_params inter_whole = level_params(P, 0, is_reduce ? 1 : m);
     double node_t, net_t;
     /* whole: the node's allreduce (reduce) by the cheapest flat algorithm, then the network's */
     flat_algorithm(&intra, is_reduce, m, n, 1, &node_t);
-    flat_algorithm(&inter, is_reduce, nodes, n, 1, &net_t);
+    flat_algorithm(&inter_whole, is_reduce, nodes, n, 1, &net_t);
     *whole = node_t + net_t + (is_reduce ? intra.alpha + n * intra.beta : 0);
     /* shares: halving and doubling inside the node (Rabenseifner's terms), the network on n/m */
     node_t = mpiopt_cost_seconds(MPIOPT_ALG_RABENSEIFNER, is_reduce, m, n, &intra);
@@ -215,7 +219,7 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
         group[k] = L->members[L->start[k] + share % mk];
     }
     mpiopt_coll g = group_context(c, group, L->nodes, v->node, NULL);
-    mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0);
+    mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0, v->L->max_ranks);
     mpiopt_algorithm a = flat_algorithm(&inter, root_node >= 0, L->nodes,
                                         (double)(hi - lo) * (double)c->extent, c->commutative,
                                         NULL);
@@ -310,7 +314,7 @@ static int halving_fits(const node_view *v)
  * the same bits from the same operands, so nothing needs to come back to the node. */
 static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, size_t count)
 {
-    mpiopt_cost_params intra = level_params(mpiopt_selection_model(), 1);
+    mpiopt_cost_params intra = level_params(mpiopt_selection_model(), 1, 1);
     double bytes = (double)count * (double)c->extent;
     mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
     mpiopt_algorithm a = flat_algorithm(&intra, 0, v->m, bytes, c->commutative, NULL);
