@@ -138,6 +138,11 @@ typedef struct {
     mpiopt_link_cost ring;                          /* rank r to r+1 */
     double doubling_latency;          /* steps 0 … L-1 in sequence, smallest message */
     double halving_doubling_latency;  /* steps 0 … L-1, then L-1 … 0 */
+    /* The second level (the node-aware `hierarchical`): ranks a node (0 or 1: not known, or one a
+     * node; then it is not priced), and alpha and beta between ranks of one node (0: the same as
+     * alpha, beta, which then are the network's). */
+    int ranks_per_node;
+    double intra_alpha, intra_beta;
 } mpiopt_cost_params;
 
 /* Predicted seconds for one MPI_Allreduce (is_reduce = 0) or MPI_Reduce (is_reduce = 1) of

@@ -37,6 +37,8 @@
     X(RABENSEIFNER, rabenseifner, rabenseif, MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC, 0)        \
     X(BINARY_BLOCKS, binary_blocks, bin_blocks, 0, 0)                                         \
     X(SHARED_MEMORY, shared_memory, shm,                                                      \
+      MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC | MPIOPT_REDUCE_READS_SRC, 0)                       \
+    X(HIERARCHICAL, hierarchical, hier,                                                       \
       MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC | MPIOPT_REDUCE_READS_SRC, 0)
 
 #endif

@@ -23,7 +23,9 @@ class _Params(ctypes.Structure):
                 ("exchange_ranks", ctypes.c_int), ("exchange_steps", ctypes.c_int),
                 ("step", _Link * MAX_STEPS), ("fold", _Link), ("ring", _Link),
                 ("doubling_latency", ctypes.c_double),
-                ("halving_doubling_latency", ctypes.c_double)]
+                ("halving_doubling_latency", ctypes.c_double),
+                ("ranks_per_node", ctypes.c_int),
+                ("intra_alpha", ctypes.c_double), ("intra_beta", ctypes.c_double)]
 
 
 def _params(alpha: float, beta: float, gamma: float, exchange: dict | None) -> _Params:
@@ -74,16 +76,24 @@ class CostModel:
     @property
     def algorithms(self) -> list[str]:
         """mpiopt's own algorithms that the model prices (not `auto`, which picks among them, nor
-        the vendor's, nor `shared_memory`, which works only within one node and is measured)."""
+        the vendor's, nor `shared_memory`, which works only within one node and is measured;
+        `hierarchical` is priced where ranks share nodes)."""
         return [n for n in self.ids if n not in ("auto", "vendor") and
-                any(self.seconds(n, p, 8, 1e-6, 2.5e-10, 1e-10) is not None for p in (3, 4))]
+                (any(self.seconds(n, p, 8, 1e-6, 2.5e-10, 1e-10) is not None for p in (3, 4)) or
+                 self.seconds(n, 8, 8, 1e-6, 2.5e-10, 1e-10, ranks_per_node=2) is not None)]
 
     def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
-                gamma: float, reduce: bool = False, exchange: dict | None = None) -> float | None:
+                gamma: float, reduce: bool = False, exchange: dict | None = None,
+                ranks_per_node: int = 0, intra_alpha: float = 0.0,
+                intra_beta: float = 0.0) -> float | None:
         """Predicted seconds; None where the algorithm does not apply. `exchange`: patterns
-        measured by mpiopt-exchange (used when their process count is `ranks`)."""
+        measured by mpiopt-exchange (used when their process count is `ranks`); ranks_per_node,
+        intra_alpha, intra_beta: the second level (0: one level)."""
+        params = _params(alpha, beta, gamma, exchange)
+        params.ranks_per_node = ranks_per_node
+        params.intra_alpha, params.intra_beta = intra_alpha, intra_beta
         t = self._cost(self.ids[algorithm], int(reduce), ranks, float(nbytes),
-                       ctypes.byref(_params(alpha, beta, gamma, exchange)))
+                       ctypes.byref(params))
         return t if t >= 0 else None
 
 

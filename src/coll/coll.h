@@ -17,6 +17,17 @@
 typedef struct mpiopt_schedule mpiopt_schedule;   /* schedule.h */
 typedef struct mpiopt_node_window mpiopt_node_window;   /* shared_memory.c */
 
+/* Which ranks of a communicator share a node (node_layout.c). Nodes are numbered in the order of
+ * their lowest rank; a node's ranks are listed in rank order. */
+typedef struct mpiopt_node_layout {
+    int nodes;
+    int *node_of;           /* [p] the node of each rank */
+    int *start;             /* [nodes + 1] node k's ranks are members[start[k] .. start[k+1]) */
+    int *members;           /* [p] the ranks, node by node */
+    int min_ranks, max_ranks;   /* the fewest and most ranks a node has */
+    int in_order;           /* 1 if members[i] = i: each node's ranks are consecutive */
+} mpiopt_node_layout;
+
 /* One collective call as the algorithms see it. */
 typedef struct {
     MPI_Comm comm;          /* private duplicate of the user's communicator: no tag clashes */
@@ -41,6 +52,13 @@ typedef struct {
      * user communicator's mpiopt attribute, so found with the rest of it); NULL for a
      * communicator of one. */
     mpiopt_node_window **node_window;
+    /* Where node_layout.c keeps the node layout it found for this communicator (the same
+     * attribute); NULL for a communicator of one. */
+    mpiopt_node_layout **node_layout;
+    /* NULL, or: the algorithm runs on a group of c->comm's ranks (hierarchical.c runs a flat
+     * algorithm between nodes that way): rank and size are this rank's place in the group and
+     * its size, and the algorithm's peer g is c->comm's rank peers[g] (p2p.c translates). */
+    const int *peers;
     /* Not NULL while a nonblocking or persistent call records the algorithm (schedule.h): the
      * point-to-point calls, reductions and copies below append to it instead of acting. */
     mpiopt_schedule *record;
@@ -82,6 +100,14 @@ MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *pc);
 /* Frees the shared-memory window made for a private communicator, if any (shared_memory.c;
  * collective: called from the user communicator's MPI_Comm_free). */
 int mpiopt_node_window_free(MPI_Comm private_comm);
+
+/* The node layout of c's communicator in *out: MPIOPT_RANKS_PER_NODE=k (a testing knob: each run
+ * of k consecutive ranks is a node), else MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) on the
+ * private communicator at the first call (collective: every rank makes it), kept with it. *out =
+ * NULL when it cannot be known yet: a schedule being recorded may not make the collective calls,
+ * nor may a call whose private communicator is still being made. */
+int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out);
+void mpiopt_node_layout_free(mpiopt_node_layout *layout);
 
 /* Raises error code rc (not MPI_SUCCESS) through comm's error handler, as the vendor would, and
  * returns it: mpiopt's own checks and failures reach the program the way MPI says they must. */
@@ -237,6 +263,9 @@ int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op);
  * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong). */
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
+
+/* The cost-model parameters `auto` selects with (built in, or MPIOPT_TUNING_FILE's). */
+const mpiopt_cost_params *mpiopt_selection_model(void);
 
 /* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
 int mpiopt_env_asks_vendor(int is_reduce);

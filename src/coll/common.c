@@ -29,6 +29,7 @@ struct mpiopt_private_comm {
     MPI_Comm dup;
     unsigned schedules;
     mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with the user comm */
+    mpiopt_node_layout *node_layout;    /* node_layout.c's, once found */
     int refs;                           /* the user communicator's 1 + one per live schedule */
     MPI_Comm user;                      /* for raising errors; MPI_COMM_NULL once freed */
     /* A communicator whose first collective of mpiopt's is a nonblocking one gets its duplicate
@@ -71,6 +72,7 @@ static int drop_ref(private_comm *pc)
     int ready;
     make_ready(pc, 1, &ready);
     int rc = PMPI_Comm_free(&pc->dup);
+    mpiopt_node_layout_free(pc->node_layout);
     free(pc);
     return rc;
 }
@@ -231,6 +233,7 @@ static int init_comm(mpiopt_coll *c, MPI_Comm user_comm, int nonblocking)
         c->comm = pc->dup;      /* not usable yet while pc->ready = 0: see comm_pending */
         c->comm_pending = !pc->ready;
         c->node_window = &pc->node_window;
+        c->node_layout = &pc->node_layout;
     }
     PMPI_Comm_rank(user_comm, &c->rank);    /* the same in the duplicate */
     c->datatype = MPI_BYTE;

@@ -68,7 +68,8 @@ double mpiopt_cost_seconds(mpiopt_algorithm algorithm, int is_reduce, int p, dou
     }
     if (!mpiopt_algorithms[algorithm].cost)
         return -1;    /* the vendor's algorithm is not modelled */
-    mpiopt_cost_call x = {.params = params, .p = p, .n = bytes, .lc = log2_ceil(p)};
+    mpiopt_cost_call x = {.params = params, .p = p, .n = bytes, .lc = log2_ceil(p),
+                          .ranks_per_node = params->ranks_per_node};
     x.p2 = mpiopt_pow2_floor(p, &x.levels);
     x.measured = params->exchange_ranks == p && params->exchange_steps == x.levels;
     mpiopt_link_cost f = pattern_link(&x, &params->fold);

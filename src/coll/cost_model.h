@@ -10,6 +10,7 @@ typedef struct {
     const mpiopt_cost_params *params;
     int measured;           /* params hold patterns measured for this p (mpiopt-exchange) */
     int p;                  /* processes */
+    int ranks_per_node;     /* params->ranks_per_node */
     int levels, lc;         /* floor(log2 p), ceil(log2 p) */
     double p2;              /* 2^levels */
     double n;               /* bytes */

@@ -63,8 +63,16 @@ int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs)
     return MPI_SUCCESS;
 }
 
+/* c->comm's rank of the algorithm's peer (coll.h: peers). A schedule records it translated: it
+ * runs with the context of the whole communicator. */
+static inline int peer_rank(const mpiopt_coll *c, int peer)
+{
+    return c->peers ? c->peers[peer] : peer;
+}
+
 int mpiopt_isend(const mpiopt_coll *c, const void *buf, size_t n, int dst, MPI_Request *req)
 {
+    dst = peer_rank(c, dst);
     if (c->record)
         return mpiopt_schedule_post(c->record, 1, buf, n, dst, req);
     return PMPI_Isend(buf, (int)n, c->datatype, dst, c->tag, c->comm, req);
@@ -72,6 +80,7 @@ int mpiopt_isend(const mpiopt_coll *c, const void *buf, size_t n, int dst, MPI_R
 
 int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request *req)
 {
+    src = peer_rank(c, src);
     if (c->record)
         return mpiopt_schedule_post(c->record, 0, buf, n, src, req);
     return PMPI_Irecv(buf, (int)n, c->datatype, src, c->tag, c->comm, req);
@@ -80,7 +89,7 @@ int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 {
     if (!mpiopt_yield_when_idle() && !c->record)
-        return PMPI_Send(buf, (int)n, c->datatype, dst, c->tag, c->comm);
+        return PMPI_Send(buf, (int)n, c->datatype, peer_rank(c, dst), c->tag, c->comm);
     MPI_Request req;
     int rc = mpiopt_isend(c, buf, n, dst, &req);
     return rc == MPI_SUCCESS ? mpiopt_waitall(c, 1, &req) : rc;
@@ -89,7 +98,8 @@ int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 {
     if (!mpiopt_yield_when_idle() && !c->record)
-        return PMPI_Recv(buf, (int)n, c->datatype, src, c->tag, c->comm, MPI_STATUS_IGNORE);
+        return PMPI_Recv(buf, (int)n, c->datatype, peer_rank(c, src), c->tag, c->comm,
+                         MPI_STATUS_IGNORE);
     MPI_Request req;
     int rc = mpiopt_irecv(c, buf, n, src, &req);
     return rc == MPI_SUCCESS ? mpiopt_waitall(c, 1, &req) : rc;
@@ -99,8 +109,9 @@ int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, 
                     size_t rn, int src)
 {
     if (!mpiopt_yield_when_idle() && !c->record)
-        return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, dst, c->tag, rbuf, (int)rn,
-                             c->datatype, src, c->tag, c->comm, MPI_STATUS_IGNORE);
+        return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, peer_rank(c, dst), c->tag, rbuf,
+                             (int)rn, c->datatype, peer_rank(c, src), c->tag, c->comm,
+                             MPI_STATUS_IGNORE);
     MPI_Request reqs[2];
     int rc = mpiopt_irecv(c, rbuf, rn, src, &reqs[0]);
     if (rc != MPI_SUCCESS)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include "coll.h"
 #include "tuning_file.h"
+#include "node.h"
 
 #ifndef MPIOPT_FLAVOUR
 #define MPIOPT_FLAVOUR "unknown"
@@ -100,6 +101,21 @@ static void warn(const char *msg)
         fprintf(stderr, "mpiopt: warning: %s\n", msg);
 }
 
+/* The ranks a node for the two-level model when the tuning file does not say: the testing knob
+ * MPIOPT_RANKS_PER_NODE, else the launcher's count of this node's ranks (node.h). A count for
+ * MPI_COMM_WORLD: on another communicator `hierarchical` may be priced with the wrong layout,
+ * which costs time, never correctness (it runs on the layout it finds). */
+static void default_ranks_per_node(void)
+{
+    if (tuning.model.ranks_per_node > 0)
+        return;
+    const char *knob = getenv("MPIOPT_RANKS_PER_NODE");
+    long k = knob && *knob ? strtol(knob, NULL, 10) : 0;
+    if (k <= 0)
+        k = mpiopt_node_ranks();
+    tuning.model.ranks_per_node = k > 0 && k < (1 << 30) ? (int)k : 0;
+}
+
 static void load_settings(void)
 {
     load_defaults();
@@ -132,6 +148,13 @@ static void load_settings(void)
             vendor_below = 0;
         }
     }
+    default_ranks_per_node();
+}
+
+const mpiopt_cost_params *mpiopt_selection_model(void)
+{
+    pthread_once(&once, load_settings);
+    return &tuning.model;
 }
 
 static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commutative)

@@ -1,5 +1,7 @@
 /* A reader for the tuning file, small on purpose: the file has one fixed shape
  *   {"version": 1, "flavour": "...", "model": {"alpha": .., "beta": .., "gamma": ..,
+ *                                              "ranks_per_node": K, "intra_alpha": ..,
+ *                                              "intra_beta": ..,
  *                                              "exchange": {"ranks": P, "patterns": [...]}},
  *    "allreduce": [{"ranks": P, "max_bytes": B, "algorithm": "NAME"}, ...], "reduce": [...]}
  * ("exchange", optional, is what mpiopt-exchange --json prints)
@@ -220,7 +222,10 @@ static int model_key(parser *p, const char *key, void *ctx)
     mpiopt_cost_params *m = ctx;
     if (!strcmp(key, "exchange")) {
         /* replaces any earlier measurements */
-        mpiopt_cost_params fresh = {.alpha = m->alpha, .beta = m->beta, .gamma = m->gamma};
+        mpiopt_cost_params fresh = {.alpha = m->alpha, .beta = m->beta, .gamma = m->gamma,
+                                    .ranks_per_node = m->ranks_per_node,
+                                    .intra_alpha = m->intra_alpha,
+                                    .intra_beta = m->intra_beta};
         *m = fresh;
         if (parse_object(p, exchange_key, m))
             return -1;
@@ -230,9 +235,22 @@ static int model_key(parser *p, const char *key, void *ctx)
         }
         return 0;
     }
+    if (!strcmp(key, "ranks_per_node")) {
+        double v;
+        if (parse_number(p, &v))
+            return -1;
+        if (v < 0 || v > (1 << 30)) {
+            p->err = "ranks_per_node out of range";
+            return -1;
+        }
+        m->ranks_per_node = (int)v;
+        return 0;
+    }
     double *field = !strcmp(key, "alpha") ? &m->alpha
                     : !strcmp(key, "beta") ? &m->beta
-                    : !strcmp(key, "gamma") ? &m->gamma : NULL;
+                    : !strcmp(key, "gamma") ? &m->gamma
+                    : !strcmp(key, "intra_alpha") ? &m->intra_alpha
+                    : !strcmp(key, "intra_beta") ? &m->intra_beta : NULL;
     if (!field)
         return skip_value(p);
     if (parse_number(p, field))

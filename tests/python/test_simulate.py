@@ -62,6 +62,19 @@ def test_every_platform_runs_with_several_ranks_per_node(tmp_path, platform):
     assert all(r["seconds"] > 0 for r in rows)
 
 
+def test_smpi_selectors_and_smp_aware_algorithms_side_by_side(tmp_path):
+    """Every SMPI selector and SMP-aware allreduce runs on a machine of 4 nodes of 4 cores,
+    next to mpiopt's node-aware and flat algorithms and auto, and the table names them all."""
+    vendors = ["mvapich2", "impi", "default", "smp_rsag", "smp_binomial", "mvapich2_two_level"]
+    rows = simulate_json(tmp_path, "--ranks", "16", "--ppn", "4", "--sizes", "8,64K",
+                         "--platform", "fattree", "--algorithms", "hierarchical,rabenseifner",
+                         "--vendors", ",".join(vendors))
+    expected = {"auto", "hierarchical", "rabenseifner", *vendors}
+    for n in (8, 65536):
+        assert {r["algorithm"] for r in rows if r["bytes"] == n} == expected
+    assert all(r["seconds"] > 0 for r in rows)
+
+
 @pytest.mark.parametrize("platform, nodes", [("cluster", 9), ("torus", 27), ("torus", 1023),
                                              ("fattree", 128), ("fattree", 1023)])
 def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
@@ -78,6 +91,10 @@ def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
         d1, d2 = map(int, down.split(","))
         assert levels == "2" and d1 * d2 == have and up == f"1,{d1}"   # full bisection
     assert smpi.hostfile(5, 2).split() == ["node-0", "node-0", "node-1", "node-1", "node-2"]
+    # --ppn K: K cores a node, whose ranks talk through the node's own (loopback) link
+    cluster = ET.fromstring(smpi.platform_xml(platform, nodes, cores=16)[0].split("\n", 2)[2]).find(
+        "zone/cluster")
+    assert cluster.get("core") == "16" and cluster.get("loopback_bw") != cluster.get("bw")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -86,6 +103,7 @@ def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
     (["--ranks", "16", "--ppn", "0"], "--ppn"),
     (["--ranks", "16", "--algorithms", "bubble"], "unknown algorithm"),
     (["--ranks", "16", "--vendors", "intel"], "--vendors"),
+    (["--ranks", "16", "--vendors", "mpich,automatic"], "not an SMPI allreduce"),
     (["--ranks", "16", "--tuning", "/nonexistent.json"], "does not exist"),
 ])
 def test_bad_input_is_a_usage_error_and_writes_nothing(tmp_path, args, message):

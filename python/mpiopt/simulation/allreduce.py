@@ -1,10 +1,12 @@
 """`mpiopt simulate allreduce`: the simulated time of every mpiopt allreduce algorithm, of `auto`,
-and of SMPI's own `mpich` and `ompi` selections, on a simulated cluster, torus or fat-tree.
+and of SMPI's own allreduce (its selectors `mpich`, `ompi`, `mvapich2`, `impi`, `default`, or any
+of its algorithms by name, such as the SMP-aware `smp_rsag` or `mvapich2_two_level`), on a
+simulated cluster, torus or fat-tree.
 
-It runs the benchmark (bench/allreduce.c, built with smpicc) under smpirun twice per process
-count: once with SMPI's collectives set to `mpich`, measuring every mpiopt algorithm and the
-vendor's PMPI_Allreduce (= SMPI's mpich selection) in the same run, and once with `ompi`,
-measuring the vendor only. A size's time is the median over iterations of the slowest rank's
+It runs the benchmark (bench/allreduce.c, built with smpicc) under smpirun once per SMPI
+allreduce asked for and process count: the first run, with SMPI's allreduce set to the first
+vendor, measures every mpiopt algorithm and the vendor's PMPI_Allreduce in the same run; the
+others measure the vendor only. A size's time is the median over iterations of the slowest rank's
 time (the time until every rank has the result); simulated runs are deterministic, so one timed
 iteration is enough (after one warm-up call at sizes up to 8 KiB, where the first calls set up
 communicators)."""
@@ -22,18 +24,31 @@ from . import smpi
 from ..console import console as report_console
 
 NAME = "allreduce"
-HELP = "simulated MPI_Allreduce time of every algorithm, auto, and SMPI's mpich/ompi"
+HELP = "simulated MPI_Allreduce time of every algorithm, auto, and SMPI's own allreduces"
 EXAMPLE = """examples:
   mpiopt simulate allreduce --ranks 128 --sizes 8:8M --platform torus
   mpiopt simulate allreduce --ranks 16,64 --sizes 8,64K,1M --platform fattree --ppn 4 --json
   mpiopt simulate allreduce --ranks 1023 --sizes 8M --platform torus --algorithms rabenseifner,binomial
+  mpiopt simulate allreduce --ranks 1024 --ppn 16 --platform fattree --sizes 8,64K,1M,8M \
+      --algorithms hierarchical,rabenseifner --vendors mpich,ompi,mvapich2,impi,smp_rsag
 
 --json prints a list of {"algorithm", "ranks", "bytes", "seconds"}; algorithm is an mpiopt
-algorithm, "auto", or "mpich"/"ompi" (SMPI's own selections). Tables, a JSON file and a plot
+algorithm, "auto", or an SMPI allreduce (a selector such as "mpich", or an algorithm such as
+"smp_rsag"). Tables, a JSON file and a plot
 (time against size, a line per algorithm) are also written to --results.
 """
 
-VENDORS = ("mpich", "ompi")
+VENDORS = ("mpich", "ompi")     # the default --vendors
+# SMPI's allreduce selectors (each picks an algorithm by size as that MPI does) and its individual
+# algorithms (SimGrid 3.32's list; `automatic`, which runs every algorithm at every call, is left
+# out). The SMP-aware ones work node by node: a reduce or reduce-scatter inside each host, the
+# network between hosts, the result back.
+SMPI_SELECTORS = ("mpich", "ompi", "mvapich2", "impi", "default")
+SMPI_SMP_AWARE = ("smp_rsag", "smp_rsag_lr", "smp_rsag_rab", "smp_binomial",
+                  "smp_binomial_pipeline", "smp_rdb", "mvapich2_two_level")
+SMPI_ALGORITHMS = SMPI_SMP_AWARE + ("lr", "rab", "rab1", "rab2", "rab_rdb", "rdb", "redbcast",
+                                    "mvapich2_rs", "ompi_ring_segmented")
+SMPI_ALLREDUCES = SMPI_SELECTORS + SMPI_ALGORITHMS
 MAX_RANKS = 16384       # SMPI runs everything in one process: beyond this, hours per size
 BENCH = "mpiopt-allreduce"
 DATATYPE = ("double", 8)
@@ -52,7 +67,9 @@ def add_arguments(p) -> None:
     p.add_argument("--algorithms", default="all", metavar="LIST",
                    help="mpiopt algorithms to simulate besides auto (default all)")
     p.add_argument("--vendors", default=",".join(VENDORS), metavar="LIST",
-                   help="SMPI selections to compare with (default mpich,ompi)")
+                   help="SMPI allreduces to compare with: selectors (" + ", ".join(SMPI_SELECTORS)
+                   + ") or algorithms (" + ", ".join(SMPI_ALGORITHMS) + "); 'smp' stands for "
+                   "all SMP-aware ones (default mpich,ompi)")
     p.add_argument("--iterations", type=int, default=1, metavar="N",
                    help="timed iterations per size (default 1: runs are deterministic)")
     p.add_argument("--tuning", metavar="FILE",
@@ -91,9 +108,14 @@ def _parse(args) -> dict:
     if unknown:
         raise UsageError(f"unknown algorithm {unknown[0]!r} (expected all or a list of "
                          f"{', '.join(known)})")
-    vendors = [v for v in args.vendors.split(",") if v]
-    if any(v not in VENDORS for v in vendors):
-        raise UsageError(f"--vendors: expected a list of {', '.join(VENDORS)}")
+    vendors = []
+    for v in (v for v in args.vendors.split(",") if v):
+        for name in (SMPI_SMP_AWARE if v == "smp" else [v]):
+            if name not in SMPI_ALLREDUCES:
+                raise UsageError(f"--vendors: {name!r} is not an SMPI allreduce (expected a list of "
+                                 f"{', '.join(SMPI_ALLREDUCES)}, or smp)")
+            if name not in vendors:
+                vendors.append(name)
     if args.tuning and not Path(args.tuning).is_file():
         raise UsageError(f"tuning file {args.tuning} does not exist")
     return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors}
@@ -107,6 +129,13 @@ def platform_tuning(kind: str, ranks: int, ppn: int, net: smpi.Network = smpi.Ne
     from the cost model alone, as it would on a machine nobody has benchmarked yet."""
     model = {"alpha": smpi.exchange_latency(kind, ranks, ppn, net),
              "beta": 1.0 / net.link_bandwidth, "gamma": 0.0}
+    if ppn > 1:
+        # two levels: α, β are the network's (the log p patterns between the nodes), and the
+        # ranks of a node reach each other through its loopback (`hierarchical`'s intra-node steps)
+        nodes = -(-ranks // ppn)
+        model.update(alpha=smpi.exchange_latency(kind, nodes, 1, net), ranks_per_node=ppn,
+                     intra_alpha=net.loopback_latency + net.send_overhead + net.recv_overhead,
+                     intra_beta=1.0 / net.loopback_bandwidth)
     if ranks > 1:
         model["exchange"] = smpi.measure_exchange(kind, ranks, ppn, net)
     return {"version": 1, "flavour": smpi.FLAVOUR, "model": model, "allreduce": [], "reduce": []}
@@ -168,8 +197,8 @@ def summary(records: list[dict]) -> list[dict]:
     for p, n in keys:
         t = {r["algorithm"]: r["seconds"] for r in records if r["ranks"] == p and r["bytes"] == n}
         auto = t.get("auto")
-        vendors = [t[v] for v in VENDORS if v in t]
-        mine = {a: s for a, s in t.items() if a not in VENDORS and a != "auto"}
+        vendors = [t[v] for v in SMPI_ALLREDUCES if v in t]
+        mine = {a: s for a, s in t.items() if a not in SMPI_ALLREDUCES and a != "auto"}
         best = min(mine, key=mine.get) if mine else None
         same = [a for a, s in mine.items() if auto is not None and s == auto]
         out.append({"ranks": p, "bytes": n,
@@ -182,7 +211,7 @@ def summary(records: list[dict]) -> list[dict]:
 def _print_tables(console, records: list[dict], kind: str, ppn: int) -> None:
     from rich.table import Table
 
-    order = ["mpich", "ompi", "auto"] + [a for a in _algorithm_names()]
+    order = list(SMPI_ALLREDUCES) + ["auto"] + [a for a in _algorithm_names()]
     rows = summary(records)
     for p in sorted({r["ranks"] for r in records}):
         present = [a for a in order if any(r["algorithm"] == a and r["ranks"] == p for r in records)]
@@ -218,7 +247,7 @@ def _plot(records: list[dict], path: Path, title: str) -> None:
             pts = sorted((r["bytes"], r["seconds"]) for r in records
                          if r["ranks"] == p and r["algorithm"] == a)
             if pts:
-                style = "--" if a in VENDORS else ("-o" if a == "auto" else "-")
+                style = "--" if a in SMPI_ALLREDUCES else ("-o" if a == "auto" else "-")
                 ax.plot([x for x, _ in pts], [y * 1e6 for _, y in pts], style, label=a,
                         markersize=3)
         ax.set_xscale("log", base=2)

@@ -110,10 +110,12 @@ def _fat_tree_shape(nodes: int) -> tuple[int, int]:
     return down, leaves
 
 
-def platform_xml(kind: str, nodes: int, net: Network = Network()) -> tuple[str, int]:
+def platform_xml(kind: str, nodes: int, net: Network = Network(),
+                 cores: int = 1) -> tuple[str, int]:
     """The SimGrid platform XML of a machine with at least `nodes` nodes named node-0, node-1, …
-    (a torus or fat-tree may have a few more than asked, to fill its shape); returns the XML and
-    the number of nodes it has.
+    (a torus or fat-tree may have a few more than asked, to fill its shape), `cores` cores each;
+    returns the XML and the number of nodes it has. Ranks on one node reach each other through
+    the node's loopback link (Network.loopback_*), not the network.
 
     cluster: every node has its own link to a non-blocking crossbar (2 links per message).
     torus:   a 3-D torus of nodes, one link per hop (dimension-order routing).
@@ -137,7 +139,7 @@ def platform_xml(kind: str, nodes: int, net: Network = Network()) -> tuple[str, 
 <!-- written by mpiopt simulate: {kind}, {nodes} nodes -->
 <platform version="4.1">
   <zone id="world" routing="Full">
-    <cluster id="{kind}" prefix="node-" suffix="" radical="0-{nodes - 1}" speed="1Gf"
+    <cluster id="{kind}" prefix="node-" suffix="" radical="0-{nodes - 1}" speed="1Gf" core="{cores}"
              bw="{net.link_bandwidth:.6g}Bps" lat="{net.link_latency:.6g}s"{topology}
              sharing_policy="SPLITDUPLEX"
              loopback_bw="{net.loopback_bandwidth:.6g}Bps" loopback_lat="{net.loopback_latency:.6g}s"/>
@@ -159,7 +161,7 @@ def write_machine(directory: Path, kind: str, ranks: int, ppn: int = 1,
     if ranks < 1 or ppn < 1:
         raise ValueError("ranks and ranks per node must be at least 1")
     directory.mkdir(parents=True, exist_ok=True)
-    xml, _ = platform_xml(kind, math.ceil(ranks / ppn), net)
+    xml, _ = platform_xml(kind, math.ceil(ranks / ppn), net, cores=ppn)
     platform = directory / f"{kind}.xml"
     platform.write_text(xml)
     hosts = directory / f"hostfile-{ranks}-{ppn}"

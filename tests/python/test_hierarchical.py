@@ -1,0 +1,94 @@
+"""The node-aware `hierarchical` allreduce and reduce (src/coll/hierarchical.c) with pretend nodes
+on one machine: MPIOPT_RANKS_PER_NODE=k makes each run of k ranks of MPI_COMM_WORLD a node
+(src/coll/node_layout.c), the last one smaller when k does not divide p.
+
+The collectives checker (tests/c/coll_check.c) runs `hierarchical` against the rank-order
+reference: every op and type of its case set, in place, non-commutative ops, counts around p and
+large ones, roots at both ends, on MPI_COMM_WORLD (consecutive nodes) and on a communicator split
+with reversed keys (nodes of uneven sizes whose ranks are not consecutive: commutative ops run
+node-aware there, non-commutative ones go to a flat algorithm). Blocking calls at every p from 1
+to 17; nonblocking and persistent ones (the schedule recording) at a spread of p. The three ways
+the algorithm splits the work (the whole vector for small counts, halving shares on nodes of one
+power-of-two size, direct shares otherwise) all run: counts 1 to 65537, k = 2, 4 and 3."""
+import json
+import os
+import tempfile
+
+import pytest
+
+from mpiopt import mpi
+from conftest import require_build
+from test_coll import assert_all_checks_passed, run_checker, verbose_lines
+
+RANKS_PER_NODE = [1, 2, 3, 4]
+
+
+def options(p, mode):
+    """The checker's matrix for one run: smaller as p grows (p > 2 is oversubscribed here)."""
+    common = ["--algorithms", "hierarchical", "--comms", "world,split"]
+    if mode != "blocking":
+        common += ["--mode", mode]
+    if p <= 5:
+        return common + ["--big-cases", "quick"]
+    if p <= 9:
+        return common + ["--cases", "quick", "--big-cases", "minimal"]
+    return common + ["--cases", "minimal", "--counts", "1,p-1,p+1,1000,65537", "--roots", "last"]
+
+
+def run_with_nodes(flavour, p, k, mode="blocking", **env):
+    return run_checker(flavour, p, options(p, mode), timeout=400,
+                       env=dict(os.environ, MPIOPT_RANKS_PER_NODE=str(k), **env))
+
+
+@pytest.mark.parametrize("k", RANKS_PER_NODE)
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_blocking_matches_reference_at_every_p(flavour, k):
+    require_build(flavour)
+    for p in range(1, 18):
+        assert_all_checks_passed(run_with_nodes(flavour, p, k), p)
+
+
+@pytest.mark.parametrize("mode", ["nonblocking", "persistent"])
+@pytest.mark.parametrize("k", RANKS_PER_NODE)
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_nonblocking_and_persistent_match_reference(flavour, k, mode):
+    require_build(flavour)
+    for p in (3, 5, 8, 17):
+        assert_all_checks_passed(run_with_nodes(flavour, p, k, mode), p)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_nodes_found_by_mpi(flavour):
+    """Without the knob the layout comes from MPI_Comm_split_type: here one node, where the
+    algorithm is its node's reduce-scatter and allgather alone."""
+    require_build(flavour)
+    env = {k: v for k, v in os.environ.items() if k != "MPIOPT_RANKS_PER_NODE"}
+    for p in (3, 4):
+        assert_all_checks_passed(run_checker(flavour, p, options(p, "blocking"), env=env), p)
+
+
+def auto_choices(flavour, p, model, **env):
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"version": 1, "model": model, "allreduce": [], "reduce": []}, f)
+    try:
+        r = run_checker(flavour, p, ["--algorithms", "auto", "--cases", "minimal", "--counts",
+                                     "1,100000", "--comms", "world"],
+                        env=dict(os.environ, MPIOPT_TUNING_FILE=f.name, MPIOPT_VERBOSE="1",
+                                 **env))
+    finally:
+        os.unlink(f.name)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return {l.rsplit(": ", 1)[1] for l in verbose_lines(r.stderr)
+            if l.startswith(f"mpiopt: allreduce p={p}")}
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_auto_picks_hierarchical_only_across_nodes_of_several_ranks(flavour):
+    """A network 20x slower than the node: with 2 nodes of 4 ranks auto goes node-aware; with
+    all 8 ranks on one node, or one rank a node, it has no second level to use."""
+    require_build(flavour)
+    net = {"alpha": 2e-5, "beta": 1e-9, "gamma": 0, "intra_alpha": 1e-6, "intra_beta": 5e-11}
+    assert "hierarchical" in auto_choices(flavour, 8, dict(net, ranks_per_node=4))
+    assert "hierarchical" in auto_choices(flavour, 8, net, MPIOPT_RANKS_PER_NODE="4")
+    assert "hierarchical" not in auto_choices(flavour, 8, dict(net, ranks_per_node=8))
+    assert "hierarchical" not in auto_choices(flavour, 8, dict(net, ranks_per_node=1))
