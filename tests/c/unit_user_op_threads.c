@@ -1,9 +1,10 @@
-/* Threaded user ops use their threads with the default chunking: a 16 MiB float sum through
+/* Threaded user ops use their threads with the default chunking: a 64 MiB float sum through
  * mpiopt_op_create_threaded, called by MPI_Reduce_local with two threads, must run its user
  * function on both. The user function marks the OpenMP thread that ran each chunk. (With a task
  * a chunk, libgomp ran every task in the creating thread: one thread did all the work.) The
  * result is checked too. A thread slowed by the machine may miss one call, so up to 20 calls
- * are made; the test fails only if no call ever ran on two threads. */
+ * are made, each of 64 MiB (milliseconds: time for a sleeping worker to wake on a busy machine);
+ * the test fails only if no call ever ran on two threads. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ int main(int argc, char **argv)
 {
     setenv("MPIOPT_THREADS", "2", 1);    /* chunk size and thread threshold stay the defaults */
     MPI_Init(&argc, &argv);
-    const int n = 1 << 22;
+    const int n = 1 << 24;
     float *in = malloc(n * sizeof *in), *io = malloc(n * sizeof *io);
     MPI_Op op;
     if (!in || !io || mpiopt_op_create_threaded(marking_sum, 1, &op) != MPI_SUCCESS) {
