@@ -123,6 +123,18 @@ def plot(rows: list[dict], path: Path) -> None:
     tmp.replace(path)
 
 
+def times_table(Table, title: str, rows: list[dict], key: str, ratios: list[tuple[str, str]]):
+    """ms per call of every variant in row[key], and the speed-ups base/new named in ratios."""
+    table = Table(title=title)
+    for col in ["MPI"] + VARIANTS + [f"{new}/{base}" for base, new in ratios]:
+        table.add_column(col, justify="left" if col == "MPI" else "right")
+    for row in rows:
+        t = row[key]
+        table.add_row(row["flavour"], *[f"{t[v] * 1e3:.1f}" for v in VARIANTS],
+                      *[f"{t[base] / t[new]:.2f}×" for base, new in ratios])
+    return table
+
+
 def run(args) -> int:
     count = parse_size(args.count, minimum=1)
     if count >= 2**31:
@@ -146,22 +158,12 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"rows": rows, "bar": checks}, indent=1))
         return 0
-    table = Table(title=f"MPI_Reduce of {count} floats, 2 ranks unbound: ms per call")
-    for col in ["MPI"] + VARIANTS + ["vectorized/MPI_SUM", "threaded/serial"]:
-        table.add_column(col, justify="left" if col == "MPI" else "right")
-    for row in rows:
-        t = row["reduce"]
-        table.add_row(row["flavour"], *[f"{t[v] * 1e3:.1f}" for v in VARIANTS],
-                      f"{t['mpi_sum'] / t['vectorized']:.2f}×", f"{t['serial'] / t['threaded']:.2f}×")
-    console.print(table)
-    local = Table(title=f"The op alone: MPI_Reduce_local of {count} floats, 1 rank unbound: ms per call")
-    for col in ["MPI"] + VARIANTS + ["threaded/vectorized", "threaded/serial"]:
-        local.add_column(col, justify="left" if col == "MPI" else "right")
-    for row in rows:
-        t = row["local"]
-        local.add_row(row["flavour"], *[f"{t[v] * 1e3:.1f}" for v in VARIANTS],
-                      f"{t['vectorized'] / t['threaded']:.2f}×", f"{t['serial'] / t['threaded']:.2f}×")
-    console.print(local)
+    for key, title, ratios in (
+            ("reduce", f"MPI_Reduce of {count} floats, 2 ranks unbound: ms per call",
+             [("mpi_sum", "vectorized"), ("serial", "threaded")]),
+            ("local", f"The op alone: MPI_Reduce_local of {count} floats, 1 rank unbound: ms per call",
+             [("vectorized", "threaded"), ("serial", "threaded")])):
+        console.print(times_table(Table, title, rows, key, ratios))
     overlap = Table(title="Reduction as a priority task beside a taskloop: seconds")
     for col in ("MPI", "thread level", "reduce", "work", "reduce then work", "overlapped", "ratio"):
         overlap.add_column(col, justify="left" if col in ("MPI", "thread level") else "right")
