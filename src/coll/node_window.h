@@ -31,8 +31,22 @@ typedef struct {
     const uint64_t *probe;          /* a word the others read once to learn that they can */
 } direct_block;
 
+/* A stage of the pipelined allreduce (staged_allreduce.c): a rank's input to one chunk of the
+ * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. */
+#define STAGES 4
+#define STAGE_BYTES (64u << 10)
+typedef struct {
+    _Alignas(64) uint64_t in_chunk;     /* the chunk whose input is in `in` */
+    _Alignas(64) uint64_t out_chunk;    /* the chunk whose share of the result is in `out` */
+    _Alignas(64) uint64_t done_chunk;   /* the last chunk this rank holds whole: it reads no
+                                         * other rank's stage for it any more */
+    _Alignas(64) char in[STAGE_BYTES];
+    _Alignas(64) char out[STAGE_BYTES];
+} stage;
+
 typedef struct {
     direct_block direct;
+    stage stages[STAGES];
     buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
                                      * result[k % RESULT_BUFFERS] */
     buffer small[SMALL_BUFFERS];    /* the small ring's buffers */
@@ -64,6 +78,7 @@ struct mpiopt_node_window {
     MPI_Win win;
     ring small, large;
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
+    uint64_t chunks;                /* the pipelined allreduce's chunks so far (staged_allreduce.c) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
     struct mpiopt_node_window *prev, *next;
@@ -87,14 +102,6 @@ static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
         if (looks < 256) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
-/* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
- * barrier), then whether every rank can read every other (collective, after it) */
-void mpiopt_shm_direct_prepare(node_window *w);
-int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w);
-/* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
-int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
-                                size_t count);
-
 #endif
         } else {
             sched_yield();
@@ -107,6 +114,10 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
  * (shared_memory.c) */
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f);
+
+/* An allreduce of `count` elements in chunks through the ranks' stages (staged_allreduce.c) */
+int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                                size_t count);
 
 /* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
  * barrier), then whether every rank can read every other (collective, after it) */

@@ -31,9 +31,9 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    /* 5000: shared memory in 5 pieces, reduce-scattered; 30001: read where it is (single_copy.c)
-     * where the ranks can read each other */
-    const int counts[] = {1, 7, 100, 1000, 5000, 30001};
+    /* 600: shared memory in one piece, reduce-scattered; 5000, 30001: through the stages, in one
+     * and in four chunks (or read where it is with MPIOPT_SHM_SINGLE_COPY=1, single_copy.c) */
+    const int counts[] = {1, 7, 100, 600, 5000, 30001};
     MPI_Op ops[] = {MPI_SUM, MPI_PROD};
     int checks = 0, differ = 0;
     srand(12345u + 7919u * (unsigned)rank);

@@ -214,11 +214,27 @@ def run_same_bits(flavour, p, a, b):
 @pytest.mark.parametrize("other", ["recursive_doubling", "rabenseifner"])
 def test_shared_memory_has_the_bits_of_its_fallbacks(flavour, p, other):
     """Small calls it cannot take go to recursive doubling, large ones to Rabenseifner; the
-    5000-double case goes through the window in five pieces, the 30001-double one by reading the
-    other ranks' buffers (single_copy.c)."""
+    600-double case goes through the window reduce-scattered, the 5000- and 30001-double ones
+    through the stages (staged_allreduce.c)."""
     require_build(flavour)
     checks, differ = run_same_bits(flavour, p, "shared_memory", other)
     assert checks == 12 and differ == 0
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("p", [2, 3])
+def test_single_copy_allreduce_is_right_and_has_the_same_bits(flavour, p):
+    """MPIOPT_SHM_SINGLE_COPY=1: allreduces from 64 KiB read the other ranks' buffers where they
+    are (single_copy.c); the checker's large counts and in-place cases, and the bits."""
+    require_build(flavour)
+    env = dict(os.environ, MPIOPT_SHM_SINGLE_COPY="1")
+    r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "16385,65537",
+                                 "--cases", "quick", "--big-cases", "minimal", "--reduce", "0"],
+                    env=env)
+    assert_all_checks_passed(r, 10)
+    r = mpi.run(flavour, p, [mpi.binary(flavour, "test-same_bits"), "shared_memory",
+                             "recursive_doubling"], timeout=120, env=env)
+    assert re.search(r"^same_bits: 12 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
