@@ -48,7 +48,7 @@ def _cost(site: dict) -> str:
     rank = f"#{p['rank']} " if p["rank"] else ""
     pct = p["percent"]
     return (f"{rank}{pct:.2g} % of MPI\n" if pct < 1 else f"{rank}{pct:.1f} % of MPI\n") + \
-        f"{p['seconds']:.3g} s, {p['count']:g} calls"
+        f"{p['seconds']:.3g} s, {p['count']:g} call{'s' * (p['count'] != 1)}"
 
 
 def _waits(site: dict) -> str:
