@@ -151,6 +151,7 @@ class Selector:
     def __init__(self, path: str | Path, top: int | None = None, min_percent: float | None = None):
         self.path, self.ranks, self.sites = load(path)
         self.top = top
+        self._by_source: dict[str, tuple] = {}
         # the default threshold applies when neither is given; --top alone ranks only
         self.min_percent = (min_percent if min_percent is not None
                             else (None if top is not None else DEFAULT_MIN_PERCENT))
@@ -165,6 +166,12 @@ class Selector:
 
     def _files(self, source: Path) -> tuple[list[CostSite], str]:
         """The profile sites in `source`, and a note when they were found by file name only."""
+        key = str(source)
+        if key not in self._by_source:
+            self._by_source[key] = self._find_files(source)
+        return self._by_source[key]
+
+    def _find_files(self, source: Path) -> tuple[list[CostSite], str]:
         exact = [s for s in self.sites if s.file and _same_file(s.file, str(source))]
         if exact:
             return exact, ""
