@@ -14,9 +14,15 @@ EXAMPLE = """examples:
   mpiopt transform cg.c --mode persistent -o cg_p.c --report
   mpiopt transform src/*.c --in-place --json     rewrite files, JSON report for scripts
   mpiopt transform cg.c --mpi mpich -- -DN=1000 -Iinclude   (clang flags after --)
+  mpiopt profile -np 8 --sites -- ./cg              (cg built with -g) then:
+  mpiopt transform cg.c --profile mpiopt-profile.json --report    only calls >= 5 % of MPI time
+  mpiopt transform cg.c --profile mpiopt-profile.json --top 2 -o cg_nb.c   the 2 costliest
 
 Each call site is reported: transformed or not, where its wait went and which statement stopped it.
-Where the analysis is not sure, the call stays blocking and the report says why."""
+Where the analysis is not sure, the call stays blocking and the report says why.
+With --profile, only the call sites the profile found costly change; every other one is listed
+with why it was skipped (below threshold, not in top N, not in profile), and so is every profile
+site that matched no call in the files given."""
 
 
 def _add_options(p: argparse.ArgumentParser) -> None:
@@ -36,6 +42,15 @@ def _add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpi-version", type=int, choices=(3, 4), default=None,
                    help="target MPI version: 4 uses MPI_<Coll>_init; 3 uses MPIX_<Coll>_init "
                    "(Open MPI) when available, else stays nonblocking (default: detect)")
+    p.add_argument("--profile", metavar="mpiopt-profile.json", type=Path,
+                   help="rewrite only the call sites this profile (from `mpiopt profile --sites`; "
+                   "a profile directory works too) found costly; the rest stay as they are")
+    p.add_argument("--top", type=int, metavar="N",
+                   help="with --profile: only the N costliest collective call sites of the profile "
+                   "(time summed over ranks); alone it sets no percentage threshold")
+    p.add_argument("--min-percent", type=float, metavar="P",
+                   help="with --profile: only sites with at least P %% of MPI time (summed over "
+                   "ranks; default 5 unless --top is given)")
     p.add_argument("-p", "--compile-commands", metavar="compile_commands.json", type=Path,
                    help="compilation database for include paths and macros (default: one in the "
                    "file's directory or a parent)")
@@ -86,15 +101,25 @@ def _reparse(args) -> tuple[list[str], list[str]]:
 
 def run(args) -> int:
     from ..transform import Options, ParseError, transform_file
-    from ..transform.report import print_table, to_json
+    from ..transform.report import print_profile_summary, print_table, to_json
 
     files, flags = _reparse(args)
     if not files:
         raise UsageError("no input file")
     if args.compile_commands and not args.compile_commands.is_file():
         raise UsageError(f"{args.compile_commands}: no such compilation database")
+    select = None
+    if args.profile is None and (args.top is not None or args.min_percent is not None):
+        raise UsageError("--top and --min-percent choose call sites from a profile: give --profile")
+    if args.top is not None and args.top < 1:
+        raise UsageError("--top N: N must be at least 1")
+    if args.min_percent is not None and not 0 <= args.min_percent <= 100:
+        raise UsageError("--min-percent P: P must be between 0 and 100")
+    if args.profile is not None:
+        from ..transform.costs import Selector
+        select = Selector(args.profile, args.top, args.min_percent)
     options = Options(mode=args.mode, flavour=args.mpi, mpi_version=args.mpi_version,
-                      extra_args=flags, compile_commands=args.compile_commands)
+                      extra_args=flags, compile_commands=args.compile_commands, select=select)
     to_stdout = not (args.output or args.in_place or args.diff or args.report or args.json)
     if to_stdout and len(files) > 1:
         raise UsageError("several files: use -o DIR, --in-place, --diff, --report or --json")
@@ -127,8 +152,10 @@ def run(args) -> int:
             written[str(r.path)] = str(dest)
 
     if args.json:
-        print(json.dumps(to_json(results, written), indent=2))
+        print(json.dumps(to_json(results, written, select), indent=2))
         return 0
+    if select is not None and not args.report:
+        print_profile_summary(results, select, sys.stderr)
     if to_stdout:
         sys.stdout.write(results[0].output.decode(errors="replace"))
         return 0
@@ -139,5 +166,5 @@ def run(args) -> int:
                 r.output.decode(errors="replace").splitlines(keepends=True),
                 fromfile=str(r.path), tofile=f"{r.path} (transformed)"))
     if args.report:
-        print_table(results)
+        print_table(results, select=select)
     return 0

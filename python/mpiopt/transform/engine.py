@@ -42,6 +42,7 @@ class Options:
     mpi_version: int | None = None      # None: detect
     extra_args: list = field(default_factory=list)
     compile_commands: Path | None = None
+    select: object | None = None        # --profile: a costs.Selector; only the calls it picks change
 
 
 @dataclass
@@ -77,6 +78,12 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
         emitter = _FunctionEmitter(unit, fn, ea, options, target)
         sites = find_sites(unit, fn.name, ea)
+        if options.select is not None:
+            for s in sites:
+                last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
+                s.profile = options.select.decide(unit.path, s.coll.name, s.call.line, last)
+                if s.block is not None and not s.profile["selected"]:
+                    s.block, s.reason = None, s.profile["reason"]
         todo = [s for s in sites if s.block is not None]
         if todo:
             emitter.decide(todo, placer)
@@ -232,6 +239,8 @@ class _FunctionEmitter:
                "function": self.fn.name, "call": s.coll.name, "action": s.action,
                "reason": s.reason, "request": s.slot if s.action != "unchanged" else None,
                "waits": []}
+        if s.profile is not None:
+            out["profile"] = s.profile
         for w in s.waits:
             at_end = w.index >= len(w.block.children)
             line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \

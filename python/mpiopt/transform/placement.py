@@ -48,6 +48,7 @@ class Site:
     waits: list = field(default_factory=list)
     loop: Node | None = None            # persistent mode: the loop the init is hoisted out of
     rank_guard: bool = False
+    profile: dict | None = None         # --profile: costs.Selector.decide's word on this call
 
 
 def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
