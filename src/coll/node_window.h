@@ -31,7 +31,7 @@ typedef struct {
     const uint64_t *probe;          /* a word the others read once to learn that they can */
 } direct_block;
 
-/* A stage of the pipelined allreduce (staged_allreduce.c): a rank's input to one chunk of the
+/* A stage of the pipelined allreduce and reduce (staged.c): a rank's input to one chunk of the
  * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. */
 #define STAGES 4
 #define STAGE_BYTES (64u << 10)
@@ -78,7 +78,7 @@ struct mpiopt_node_window {
     MPI_Win win;
     ring small, large;
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
-    uint64_t chunks;                /* the pipelined allreduce's chunks so far (staged_allreduce.c) */
+    uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
     struct mpiopt_node_window *prev, *next;
@@ -115,9 +115,12 @@ static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f);
 
-/* An allreduce of `count` elements in chunks through the ranks' stages (staged_allreduce.c) */
+/* An allreduce of `count` elements in chunks through the ranks' stages (staged.c) */
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);
+/* A reduce to `root` the same way: the others copy their chunks in and return */
+int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                             size_t count, int root);
 
 /* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
  * barrier), then whether every rank can read every other (collective, after it) */

@@ -31,7 +31,7 @@
  * recursive_doubling,rabenseifner` and against five vendors (Debian's Open MPI 4.1.4 and MPICH
  * 4.0.2, Open MPI 5.0.11, MPICH 5.0.2, Intel MPI 2021.15 from PyPI), OSU's figure: since its
  * allreduce reduce-scatters pieces of 4 KiB and up through its window (and, measured then,
- * read the other ranks' buffers directly from 64 KiB; its stages, staged_allreduce.c, are faster
+ * read the other ranks' buffers directly from 64 KiB; its stages, staged.c, are faster
  * still), it is faster than recursive doubling and
  * Rabenseifner at every size (1.0-1.2x Rabenseifner at 64 KiB-4 MiB, 1.1-9x below; one run each
  * MPI, Open MPI 4.1.4 and MPICH 4.0.2, float); its reduce

@@ -27,8 +27,9 @@
  * rank publishes call k of a ring only after it has read every input of call k - 1, so a rank may
  * write call k's input once every rank has published k - buffers + 1: a reduce's other ranks hand
  * over up to `buffers` pieces (8 MiB at p = 2) and return while the root is still reducing, as a
- * program's non-root ranks want. Allreduces larger than a buffer go through larger stages instead
- * (staged_allreduce.c), or read the other ranks' buffers where they are when asked to
+ * program's non-root ranks want, and reduces of up to 256 KiB go through larger stages that stay
+ * in cache (staged.c). Allreduces larger than a buffer go through the stages too
+ * (staged.c), or read the other ranks' buffers where they are when asked to
  * (single_copy.c). What a rank saw of the others when it last looked tells it
  * how many calls it may go on without looking again: the header of a buffer is on the line with
  * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
@@ -64,10 +65,15 @@
  * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
  * per chunk cost more than the window's second copy */
 #define DIRECT_FROM_BYTES (64u << 10)
-/* allreduces larger than a buffer go through the stages (staged_allreduce.c): at p = 2 against
+/* allreduces larger than a buffer go through the stages (staged.c): at p = 2 against
  * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
+/* reduces larger than the small ring and up to this size go through the stages: the other ranks
+ * return once their input is in (all of it fits: STAGES chunks), and the root reads it hot. At
+ * p = 2, median of three runs, OSU's figure: 64-256 KiB 1.4-2.1x faster than through the deep
+ * ring (e.g. 128 KiB 8 against 17 us), 512 KiB-1 MiB slower (the others wait for the root) */
+#define STAGED_REDUCE_UPTO_BYTES ((size_t)STAGES * STAGE_BYTES)
 
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
@@ -382,11 +388,15 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
-    if (root < 0 && count * c->extent >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
-        if (w->direct && count * c->extent >= DIRECT_FROM_BYTES)
+    size_t bytes = count * c->extent;
+    if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
+        if (w->direct && bytes >= DIRECT_FROM_BYTES)
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
         return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
     }
+    if (root >= 0 && bytes > SMALL_RING_BYTES && bytes <= STAGED_REDUCE_UPTO_BYTES &&
+        c->extent <= STAGE_BYTES)
+        return mpiopt_shm_staged_reduce(c, w, in, buf, count, root);
     /* An allreduce through the small ring at every size: every rank waits for every input of
      * each piece anyway, so a deeper ring would only make each piece land in buffers gone cold.
      * A reduce through the large ring above SMALL_RING_BYTES (node_window.h). */

@@ -24,7 +24,7 @@
  * of every other rank (a container or Yama's ptrace_scope can forbid it); all ranks must agree, or
  * none takes this way. Only with MPIOPT_SHM_SINGLE_COPY=1: on the machine it was measured on (a
  * virtual machine) process_vm_readv copies at a quarter of memcpy's speed (5 against 16-19 GB/s,
- * 64 KiB-1 MiB), and the stages of staged_allreduce.c beat it at every size from 64 KiB to
+ * 64 KiB-1 MiB), and the stages of staged.c beat it at every size from 64 KiB to
  * 16 MiB (1.1-1.9x, against Intel MPI 2021.15, one run). */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -215,10 +215,22 @@ def run_same_bits(flavour, p, a, b):
 def test_shared_memory_has_the_bits_of_its_fallbacks(flavour, p, other):
     """Small calls it cannot take go to recursive doubling, large ones to Rabenseifner; the
     600-double case goes through the window reduce-scattered, the 5000- and 30001-double ones
-    through the stages (staged_allreduce.c)."""
+    through the stages (staged.c)."""
     require_build(flavour)
     checks, differ = run_same_bits(flavour, p, "shared_memory", other)
     assert checks == 12 and differ == 0
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_staged_paths_match_the_reference_at_every_root(flavour, p):
+    """shared_memory's stages (staged.c): allreduces above 8 KiB, reduces of 24-256 KiB (20000
+    elements of 4 and 8 bytes: 80 and 160 KiB) with every root, and 65537 through the deep ring;
+    in place, non-commutative and user ops among the cases."""
+    require_build(flavour)
+    r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "7000,20000,65537",
+                                 "--cases", "quick", "--big-cases", "minimal", "--roots", "all"])
+    assert_all_checks_passed(r, p)
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)

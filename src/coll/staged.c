@@ -18,7 +18,13 @@
  * reducing and copying out of neighbouring chunks overlap across ranks. Each element is reduced
  * with recursive doubling's bracketing (mpiopt_shm_reduce_inputs), so the bits are those of the
  * window's pieces and of every other path of shared_memory. In place is safe: a rank writes a
- * chunk's output only after it has read its own input to that chunk, and nobody else reads it. */
+ * chunk's output only after it has read its own input to that chunk, and nobody else reads it.
+ *
+ * A reduce of a few hundred KiB goes the same way with only the root reducing: the other ranks
+ * copy each chunk whole into a stage, post it, and are done with it (they read nobody's stage),
+ * so they return as soon as their last chunk is in, up to STAGES chunks ahead of the root. The
+ * stages were just written by the neighbouring core and are read from the shared cache, where the
+ * window's deep ring (for larger reduces) lands every call in lines gone cold. */
 #include <stdlib.h>
 #include <string.h>
 #include "node_window.h"
@@ -35,6 +41,18 @@ static void share_of(size_t m, int r, int p, size_t *first, size_t *n)
 static void post(uint64_t *flag, uint64_t chunk)
 {
     __atomic_store_n(flag, chunk, __ATOMIC_RELEASE);
+}
+
+/* Waits until this rank may write stage s for `chunk`: every other rank is done with the
+ * stage's chunk - STAGES. */
+static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk)
+{
+    int s = (int)(chunk % STAGES);
+    if (chunk > STAGES)
+        for (int r = 0; r < c->size; r++)
+            if (r != c->rank)
+                mpiopt_shm_wait(&w->all[r]->stages[s].done_chunk, chunk - STAGES);
+    return &w->mine->stages[s];
 }
 
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
@@ -57,11 +75,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
         size_t m = count - at < per_chunk ? count - at : per_chunk, first, n;
         uint64_t chunk = ++w->chunks;
         int s = (int)(chunk % STAGES);
-        stage *mine = &w->mine->stages[s];
-        if (chunk > STAGES)     /* every rank is done with this stage's chunk - STAGES */
-            for (int r = 0; r < p; r++)
-                if (r != me)
-                    mpiopt_shm_wait(&w->all[r]->stages[s].done_chunk, chunk - STAGES);
+        stage *mine = stage_for(c, w, chunk);
 
         share_of(m, me, p, &first, &n);
         memcpy(mine->in, mpiopt_at(c, in, at), first * extent);
@@ -90,6 +104,56 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
                 mpiopt_shm_wait(&theirs->out_chunk, chunk);
             memcpy(mpiopt_at(c, out, at + their_first), theirs->out, their_n * extent);
         }
+        post(&mine->done_chunk, chunk);
+    }
+    free(f.value);
+    mpiopt_scratch_free(f.scratch);
+    free(inputs);
+    return rc;
+}
+
+int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                             size_t count, int root)
+{
+    int p = c->size, me = c->rank, rc = MPI_SUCCESS;
+    size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
+    if (me != root) {
+        for (size_t at = 0; at < count; at += per_chunk) {
+            size_t m = count - at < per_chunk ? count - at : per_chunk;
+            uint64_t chunk = ++w->chunks;
+            stage *mine = stage_for(c, w, chunk);
+            memcpy(mine->in, mpiopt_at(c, in, at), m * extent);
+            post(&mine->in_chunk, chunk);
+            post(&mine->done_chunk, chunk);     /* it reads no other rank's stage */
+        }
+        return MPI_SUCCESS;
+    }
+    int levels, p2 = mpiopt_pow2_floor(p, &levels);
+    const char **inputs = malloc(sizeof *inputs * (size_t)p);
+    fold_space f = {NULL, NULL, NULL};
+    if (p > 2) {
+        f.scratch = mpiopt_scratch((size_t)p2 * per_chunk * extent);
+        f.value = malloc(sizeof *f.value * (size_t)p2);
+    }
+    if (!inputs || (p > 2 && (!f.scratch || !f.value)))
+        rc = MPI_ERR_NO_MEM;
+    for (size_t at = 0; at < count; at += per_chunk) {
+        size_t m = count - at < per_chunk ? count - at : per_chunk;
+        uint64_t chunk = ++w->chunks;
+        int s = (int)(chunk % STAGES);
+        stage *mine = stage_for(c, w, chunk);
+        const char *own = mpiopt_at(c, in, at);
+        if (in == out) {    /* a user op may write its output before it has read both inputs */
+            memcpy(mine->in, own, m * extent);
+            own = mine->in;
+        }
+        for (int r = 0; inputs && r < p; r++) {
+            if (r != me)
+                mpiopt_shm_wait(&w->all[r]->stages[s].in_chunk, chunk);
+            inputs[r] = r == me ? own : w->all[r]->stages[s].in;
+        }
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, &f);
         post(&mine->done_chunk, chunk);
     }
     free(f.value);
