@@ -55,21 +55,37 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk)
     return &w->mine->stages[s];
 }
 
+/* Room to reduce the p inputs of up to `elements` elements at a time (node_window.h) */
+static int make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
+{
+    int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
+    f->inputs = malloc(sizeof *f->inputs * (size_t)c->size);
+    f->scratch = NULL;
+    f->value = NULL;
+    if (c->size > 2) {
+        f->scratch = mpiopt_scratch((size_t)p2 * elements * c->extent);
+        f->value = malloc(sizeof *f->value * (size_t)p2);
+    }
+    return !f->inputs || (c->size > 2 && (!f->scratch || !f->value)) ? MPI_ERR_NO_MEM
+                                                                   : MPI_SUCCESS;
+}
+
+static void free_fold(fold_space *f)
+{
+    free(f->value);
+    mpiopt_scratch_free(f->scratch);
+    free(f->inputs);
+}
+
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count)
 {
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
-    int levels, p2 = mpiopt_pow2_floor(p, &levels);
-    size_t most = (per_chunk + (size_t)p - 1) / (size_t)p;         /* the largest share */
-    const char **inputs = malloc(sizeof *inputs * (size_t)p);
-    fold_space f = {NULL, NULL, NULL};
-    if (p > 2) {
-        f.scratch = mpiopt_scratch((size_t)p2 * most * extent);
-        f.value = malloc(sizeof *f.value * (size_t)p2);
-    }
-    if (!inputs || (p > 2 && (!f.scratch || !f.value)))
-        rc = MPI_ERR_NO_MEM;    /* this rank still takes every step, so the others finish */
+    fold_space f;
+    /* without it this rank still takes every step, so the others finish */
+    rc = make_fold(c, (per_chunk + (size_t)p - 1) / (size_t)p, &f);    /* the largest share */
+    const char **inputs = f.inputs;
 
     for (size_t at = 0; at < count; at += per_chunk) {
         size_t m = count - at < per_chunk ? count - at : per_chunk, first, n;
@@ -106,9 +122,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
         }
         post(&mine->done_chunk, chunk);
     }
-    free(f.value);
-    mpiopt_scratch_free(f.scratch);
-    free(inputs);
+    free_fold(&f);
     return rc;
 }
 
@@ -128,15 +142,9 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
         }
         return MPI_SUCCESS;
     }
-    int levels, p2 = mpiopt_pow2_floor(p, &levels);
-    const char **inputs = malloc(sizeof *inputs * (size_t)p);
-    fold_space f = {NULL, NULL, NULL};
-    if (p > 2) {
-        f.scratch = mpiopt_scratch((size_t)p2 * per_chunk * extent);
-        f.value = malloc(sizeof *f.value * (size_t)p2);
-    }
-    if (!inputs || (p > 2 && (!f.scratch || !f.value)))
-        rc = MPI_ERR_NO_MEM;
+    fold_space f;
+    rc = make_fold(c, per_chunk, &f);
+    const char **inputs = f.inputs;
     for (size_t at = 0; at < count; at += per_chunk) {
         size_t m = count - at < per_chunk ? count - at : per_chunk;
         uint64_t chunk = ++w->chunks;
@@ -156,9 +164,7 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
             rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, &f);
         post(&mine->done_chunk, chunk);
     }
-    free(f.value);
-    mpiopt_scratch_free(f.scratch);
-    free(inputs);
+    free_fold(&f);
     return rc;
 }
 #endif
