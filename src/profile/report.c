@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "report.h"
+#include "json_out.h"
 
 struct metric_name {
     const char *key, *label;
@@ -48,20 +49,6 @@ static void program_name(char *out, size_t size)
     for (size_t i = 0; i + 1 < n; i++)
         if (!out[i])
             out[i] = ' ';
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 static void json_stat(FILE *f, const struct prof_stat *s, int ranks)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <otf2/otf2.h>
+#include "../json_out.h"
 
 #define MAX_DEFS (1 << 20)
 
@@ -36,20 +37,6 @@ struct defs {
 static const char *string_of(const struct defs *d, uint32_t ref)
 {
     return ref < d->nstrings && d->strings[ref] ? d->strings[ref] : "?";
-}
-
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
 }
 
 static OTF2_CallbackCode on_string(void *u, OTF2_StringRef self, const char *s)
