@@ -153,11 +153,7 @@ def run_lustre(args) -> int:
         mpich_line = plan.mpich_mpiio_hints(args.pattern, hints)
     except PlacementError as e:
         raise UsageError(str(e)) from None
-    if args.output:
-        try:
-            write_atomically(args.output, romio_hints_text(hints))
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    _write_hints(args.output, hints)
     setstripe = plan.setstripe(args.dir)
     ompio = (f"mpirun --mca fs_lustre_stripe_width {plan.factor} "
              f"--mca fs_lustre_stripe_size {plan.stripe_size}")
@@ -187,6 +183,15 @@ def run_lustre(args) -> int:
     return 0
 
 
+def _write_hints(path: str | None, hints: dict) -> None:
+    """The ROMIO hints file --output asks for (whole or not at all)."""
+    if path:
+        try:
+            write_atomically(path, romio_hints_text(hints))
+        except OSError as e:
+            raise UsageError(f"cannot write {path}: {e.strerror}") from None
+
+
 def run_aggregators(args) -> int:
     try:
         if args.ppn < 1:
@@ -206,11 +211,7 @@ def run_aggregators(args) -> int:
                                                               args.cb_nodes), hosts)
     except PlacementError as e:
         raise UsageError(str(e)) from None
-    if args.output:
-        try:
-            write_atomically(args.output, romio_hints_text(hints))
-        except OSError as e:
-            raise UsageError(f"cannot write {args.output}: {e.strerror}") from None
+    _write_hints(args.output, hints)
     if args.json:
         print(json.dumps({"placement": placement.name, "ranks": placement.nranks,
                           "nodes": placement.nnodes, "ppn": placement.ppn,
