@@ -6,7 +6,8 @@
  *   -m A,B,C               a list of sizes instead of a doubling range (one run for sizes far
  *                          apart: a simulated 1023-rank job takes minutes just to start)
  *   --algorithms LIST|all  one column per algorithm; all of them are measured in the same run,
- *                          interleaved call by call, so machine noise hits every column alike
+ *                          interleaved call by call, so machine noise hits every column alike;
+ *                          "memcpy": the floor (every rank copies input to output at once)
  *   --json                 one JSON document instead of the table
  *   --op NAME, --reduce    another reduction op; MPI_Reduce (root 0) instead of MPI_Allreduce
  *   --overhead             ns per call the interposed MPI_Allreduce / MPI_Reduce adds to the
@@ -44,8 +45,17 @@
 #define FLOAT_PRECISION 2
 #define MIN_TIMED 3  /* --time-limit never cuts a size to fewer timed iterations */
 
-/* The algorithm column "vendor" is PMPI_*; the others go through mpiopt_allreduce/_reduce. */
-enum { MAX_COLUMNS = MPIOPT_ALG_COUNT };
+/* The algorithm column "vendor" is PMPI_*; the others go through mpiopt_allreduce/_reduce, but
+ * for "memcpy": every rank copies its input to its output, all at once, as an allreduce must at
+ * least read every input and write every output: the machine's floor for the call (memory
+ * traffic that cannot be avoided), to see how far from it the algorithms are. */
+#define MEMCPY_COLUMN ((mpiopt_algorithm)MPIOPT_ALG_COUNT)
+enum { MAX_COLUMNS = MPIOPT_ALG_COUNT + 1 };
+
+static inline const char *column_name(mpiopt_algorithm a)
+{
+    return a == MEMCPY_COLUMN ? "memcpy" : mpiopt_algorithm_name(a);
+}
 
 typedef enum { KIND_SIGNED, KIND_UNSIGNED, KIND_FLOAT } value_kind;
 

@@ -62,7 +62,7 @@ int main(int argc, char **argv)
             if (res[c].errors) {
                 size_t used = strlen(failed_algorithms);
                 snprintf(failed_algorithms + used, sizeof failed_algorithms - used, "%s%s",
-                         used ? ", " : "", mpiopt_algorithm_name(o.columns[c]));
+                         used ? ", " : "", column_name(o.columns[c]));
             }
         if (failed_algorithms[0]) {
             failed_size = (int)size;

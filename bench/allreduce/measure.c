@@ -108,6 +108,10 @@ static int count_errors(const options *o, const void *recvbuf, int count, int it
 static int call(const options *o, mpiopt_algorithm alg, const void *sendbuf, void *recvbuf, int count)
 {
     MPI_Datatype t = o->type->datatype;
+    if (alg == MEMCPY_COLUMN) {
+        memcpy(recvbuf, sendbuf, (size_t)count * o->type->size);
+        return MPI_SUCCESS;
+    }
     if (alg == MPIOPT_ALG_AUTO && o->mpi_symbol)   /* through whatever is preloaded in front */
         return o->reduce ? MPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, MPI_COMM_WORLD)
                          : MPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, MPI_COMM_WORLD);
@@ -156,8 +160,8 @@ int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
             double t1 = MPI_Wtime();
             mpiopt_barrier(MPI_COMM_WORLD);
             if (rc != MPI_SUCCESS)
-                fail(1, "%s returned MPI error %d", mpiopt_algorithm_name(o->columns[c]), rc);
-            if (checks_here)
+                fail(1, "%s returned MPI error %d", column_name(o->columns[c]), rc);
+            if (checks_here && o->columns[c] != MEMCPY_COLUMN)
                 errors[c] += count_errors(o, recvbuf, count, it);
             if (it >= warmup) {
                 total[c] += t1 - t0;

@@ -65,7 +65,8 @@ static void usage(FILE *out)
           "                                int8_t..int64_t, uint8_t..uint64_t (an mpi_ prefix is allowed)\n"
           "  -c, --validation              check every result (adds a Validation column)\n"
           "  -a, --algorithms LIST|all     comma-separated algorithms (below; default auto);\n"
-          "                                all = every one, measured interleaved\n"
+          "                                all = every one, measured interleaved; memcpy =\n"
+          "                                the floor: every rank copies input to output at once\n"
           "      --overhead                ns per call that the interposed MPI_Allreduce/MPI_Reduce\n"
           "                                add to the vendor's where auto hands the call over (8 B)\n"
           "      --list-algorithms         print the algorithms and their restrictions and exit\n"
@@ -217,11 +218,13 @@ static void parse_algorithms(const char *arg, options *o)
         size_t len = strcspn(tok, ",");
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), tok);
-        int found = len < sizeof name ? mpiopt_algorithm_from_name(name) : -1;
+        int found = len >= sizeof name ? -1 : strcmp(name, "memcpy") == 0 ? (int)MEMCPY_COLUMN
+                                                 : mpiopt_algorithm_from_name(name);
         if (found < 0) {
             char names[512];
             mpiopt_algorithm_names(names, sizeof names);
-            fail(1, "unknown algorithm '%.*s' in --algorithms (expected 'all' or a list of %s)",
+            fail(1, "unknown algorithm '%.*s' in --algorithms (expected 'all' or a list of %s, "
+                 "memcpy)",
                  (int)len, tok, names);
         }
         for (int c = 0; c < o->ncolumns; c++)

@@ -32,7 +32,7 @@ void print_table_header(const options *o)
         printf("# Op: %s.\n", o->op->mpi_name);
     if (o->ncolumns == 1) {
         /* exactly osu_allreduce's columns; ours (algorithm, bandwidth) come after them */
-        printf("# Algorithm: %s.\n", mpiopt_algorithm_name(o->columns[0]));
+        printf("# Algorithm: %s.\n", column_name(o->columns[0]));
         printf("%-*s%*s", 10, "# Size", FIELD_WIDTH, "Avg Latency(us)");
         if (o->full)
             printf("%*s%*s%*s", FIELD_WIDTH, "Min Latency(us)", FIELD_WIDTH, "Max Latency(us)", 12,
@@ -46,7 +46,7 @@ void print_table_header(const options *o)
     printf("%-*s", 10, "# Size");
     char name[64];
     for (int c = 0; c < o->ncolumns; c++) {
-        const char *alg = mpiopt_algorithm_name(o->columns[c]);
+        const char *alg = column_name(o->columns[c]);
         snprintf(name, sizeof name, "%s(us)", alg);
         printf(" %*s", column_width(alg), name);
         if (o->full) {
@@ -57,8 +57,8 @@ void print_table_header(const options *o)
         }
     }
     for (int c = 0; c < o->ncolumns; c++) {
-        snprintf(name, sizeof name, "%s(MB/s)", mpiopt_algorithm_name(o->columns[c]));
-        printf(" %*s", column_width(mpiopt_algorithm_name(o->columns[c])), name);
+        snprintf(name, sizeof name, "%s(MB/s)", column_name(o->columns[c]));
+        printf(" %*s", column_width(column_name(o->columns[c])), name);
     }
     if (o->full)
         printf(" %*s", 12, "Iterations");
@@ -88,14 +88,14 @@ void print_table_row(const options *o, long long size, int iterations, const col
     } else {
         printf("%-*lld", 10, size);
         for (int c = 0; c < o->ncolumns; c++) {
-            int w = column_width(mpiopt_algorithm_name(o->columns[c]));
+            int w = column_width(column_name(o->columns[c]));
             printf(" %*.*f", w, FLOAT_PRECISION, res[c].avg_us);
             if (o->full)
                 printf(" %*.*f %*.*f", w, FLOAT_PRECISION, res[c].min_us, w, FLOAT_PRECISION,
                        res[c].max_us);
         }
         for (int c = 0; c < o->ncolumns; c++)
-            printf(" %*.*f", column_width(mpiopt_algorithm_name(o->columns[c])), FLOAT_PRECISION,
+            printf(" %*.*f", column_width(column_name(o->columns[c])), FLOAT_PRECISION,
                    bandwidth(size, res[c].avg_us));
         if (o->full)
             printf(" %*d", 12, iterations);
@@ -134,7 +134,7 @@ void print_json_header(const options *o)
     print_json_string(version);
     printf(", \"algorithms\": [");
     for (int c = 0; c < o->ncolumns; c++)
-        printf("%s\"%s\"", c ? ", " : "", mpiopt_algorithm_name(o->columns[c]));
+        printf("%s\"%s\"", c ? ", " : "", column_name(o->columns[c]));
     printf("],\n \"results\": [");
 }
 
@@ -145,7 +145,7 @@ void print_json_rows(const options *o, long long size, int iterations, const col
         printf("%s\n  {\"algorithm\": \"%s\", \"bytes\": %lld, \"count\": %lld, \"iterations\": %d, "
                "\"avg_us\": %.4f, \"min_us\": %.4f, \"max_us\": %.4f, \"median_us\": %.4f, "
                "\"bandwidth_mb_s\": %.4f",
-               *first ? "" : ",", mpiopt_algorithm_name(o->columns[c]), size,
+               *first ? "" : ",", column_name(o->columns[c]), size,
                size / (long long)o->type->size, iterations, res[c].avg_us, res[c].min_us,
                res[c].max_us, res[c].median_us, bandwidth(size, res[c].avg_us));
         if (o->validate)

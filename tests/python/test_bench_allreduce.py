@@ -200,6 +200,28 @@ def test_mpiopt_bench_allreduce_table_for_people(tmp_path):
 
 
 @needs_build
+def test_the_memcpy_floor_is_a_column_and_a_ratio_for_allreduce_only(tmp_path):
+    """--algorithms ...,memcpy: every rank copies input to output at once (the floor); the table
+    shows auto/floor and vendor/floor for the allreduce, the JSON has the floor's rows, and a
+    validated run checks every column but the floor."""
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "1K,64K",
+               "--algorithms", "vendor,auto,memcpy", "--iterations", "3", "--iterations-large", "3",
+               "--warmup", "0", "--no-overhead", "--validate", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    allreduce, reduce = r.stdout.split("MPI_Reduce,")
+    assert "auto/floor" in allreduce and "vendor/floor" in allreduce
+    assert "/floor" not in reduce
+    assert "floor: memcpy, every rank copying its input to its output at once" in r.stdout
+    doc = json.loads((tmp_path / "allreduce.json").read_text())
+    runs = doc if isinstance(doc, list) else [doc]
+    for run in runs:
+        rows = [x for x in run["results"] if x["algorithm"] == "memcpy"]
+        assert [x["bytes"] for x in rows] == [1024, 65536]
+        assert all(x["avg_us"] > 0 for x in rows)
+        assert all(x["errors"] == 0 for x in run["results"])
+
+
+@needs_build
 def test_oversubscribed_runs_are_labelled_and_count_towards_no_bar(tmp_path):
     np = (os.cpu_count() or 1) + 1
     r = mpiopt("bench", "allreduce", "-np", np, "--flavour", FLAVOURS[0], "--sizes", "8",

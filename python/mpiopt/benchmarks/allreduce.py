@@ -56,11 +56,27 @@ STAT = "median_us"
 MAX_SIZES = 64      # sizes the C benchmark takes in one list
 
 
+# The benchmark's extra column: every rank copies its input to its output, all at once. An
+# allreduce must at least read every input and write every output, so this is the machine's
+# floor for it (bench/allreduce/allreduce_bench.h); not for a reduce, whose other ranks write none.
+FLOOR = "memcpy"
+
+
 def parse_algorithms(text: str) -> str:
     """Checks a --algorithms value here, so a typo is a usage error before any MPI run."""
     if text != "all":
-        parse_names(text, "--algorithms", algorithms.names())
+        parse_names(text, "--algorithms", [*algorithms.names(), FLOOR])
     return text
+
+
+def floor_ratios(doc: dict, algorithm: str) -> dict[int, float]:
+    """algorithm's time / the floor's per size (>= 1; 1 = as fast as the memory allows), on OSU's
+    figure; empty for a reduce or without the floor column."""
+    if doc["operation"] != "allreduce":
+        return {}
+    return {size: rows[algorithm][OSU_STAT] / rows[FLOOR][OSU_STAT]
+            for size, rows in sorted(by_size(doc).items())
+            if algorithm in rows and FLOOR in rows and rows[FLOOR][OSU_STAT] > 0}
 
 
 def choose_flavours(requested: str, binary: str = BENCH_BINARY) -> list[str]:
@@ -368,8 +384,13 @@ def print_table(console, doc: dict) -> None:
         suffix = " (not a speed-up)" if over else ""
         table.add_column(f"vendor/auto{suffix}", justify="right")
         table.add_column(f"slowest rank: vendor/auto{suffix}", justify="right")
+    above_floor = {a: floor_ratios(doc, a) for a in ("vendor", "auto") if a in columns}
+    above_floor = {a: r for a, r in above_floor.items() if r}
+    for alg in above_floor:
+        table.add_column(f"{alg}/floor", justify="right")
     for size, rows in sorted(by_size(doc).items()):
-        fastest = min(rows.values(), key=lambda r: r[OSU_STAT])["algorithm"]
+        algs = [r for r in rows.values() if r["algorithm"] != FLOOR]
+        fastest = min(algs, key=lambda r: r[OSU_STAT])["algorithm"] if algs else None
         cells = [size_label(size)]
         for alg in columns:
             text = f"{rows[alg][OSU_STAT]:.1f}" if alg in rows else "-"
@@ -379,13 +400,19 @@ def print_table(console, doc: dict) -> None:
                 r = values.get(size)
                 colour = "default" if over or values is slowest else "green" if r and r >= BAR_ANY else "red"
                 cells.append("-" if r is None else f"[{colour}]{r:.2f}x[/]")
+        for values in above_floor.values():
+            r = values.get(size)
+            cells.append("-" if r is None else f"{r:.2f}x")
         table.add_row(*cells)
     console.print(table)
     if ratios and over:
         console.print(f"{doc['ranks']} ranks on {doc.get('cores', '?')} cores: ranks wait for cores, so these ratios "
                       "measure scheduling (a vendor that polls while mpiopt yields), not the algorithms; "
                       "they count towards no bar (docs/benchmarks.md)\n")
-    elif ratios:
+    if above_floor:
+        console.print(f"floor: {FLOOR}, every rank copying its input to its output at once, the "
+                      "memory traffic an allreduce cannot avoid; X/floor = how many times that X takes")
+    if ratios and not over:
         verdict = "holds" if bar_holds(ratios) else "does NOT hold"
         console.print(f"bar (vendor/auto on OSU's figure >= {BAR_ANY}x at every size, median >= "
                       f"{BAR_MEDIAN}x): [bold]{verdict}[/] for {doc['flavour']}, {doc['ranks']} ranks "
@@ -476,7 +503,7 @@ def nonblocking_headline(doc: dict) -> dict | None:
     """At 1 MiB, p = 2: the overlap of mpiopt's column (auto, else the first not the vendor) and the
     vendor's, and mpiopt's latency / the vendor's; None if this run has no such row."""
     rows = by_size(doc).get(HEADLINE_BYTES, {})
-    mine = next((a for a in ["auto"] + doc["algorithms"] if a != "vendor" and a in rows), None)
+    mine = next((a for a in ["auto"] + doc["algorithms"] if a not in ("vendor", FLOOR) and a in rows), None)
     if doc["ranks"] != HEADLINE_RANKS or "vendor" not in rows or mine is None:
         return None
     ours, vendor = rows[mine], rows["vendor"]
