@@ -69,6 +69,16 @@ def parse_algorithms(text: str) -> str:
     return text
 
 
+def sweep_columns(requested: str, operation: str) -> str:
+    """The benchmark's --algorithms for a sweep: `all` is every algorithm, vendor first, and for
+    an allreduce the floor too (what `make run` shows); a list as given."""
+    if requested != "all":
+        return requested
+    names = algorithms.names()
+    names = ["vendor"] + [a for a in names if a != "vendor"]
+    return ",".join(names + ([FLOOR] if operation == "allreduce" else []))
+
+
 def floor_ratios(doc: dict, algorithm: str) -> dict[int, float]:
     """algorithm's time / the floor's per size (>= 1; 1 = as fast as the memory allows), on OSU's
     figure; empty for a reduce or without the floor column."""
@@ -312,7 +322,8 @@ def run(args) -> int:
                 for np in ranks:
                     progress.update(task, description=f"{operation}: {flavour}, {np} ranks")
                     try:
-                        doc = measure(flavour, np, sizes, args.algorithms, args.iterations, args.warmup,
+                        doc = measure(flavour, np, sizes, sweep_columns(args.algorithms, operation),
+                                      args.iterations, args.warmup,
                                       args.iterations_large, args.warmup_large, args.type, args.op,
                                       operation == "reduce", args.validate, args.time_limit)
                         doc["oversubscribed"] = oversubscribed(np)
