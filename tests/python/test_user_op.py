@@ -109,6 +109,14 @@ def test_bench_user_op_json(mpiopt, tmp_path):
     assert (tmp_path / "user_op.png").stat().st_size > 0
 
 
+def test_bench_user_op_tables_piped_keep_whole_cells(mpiopt, tmp_path):
+    """Sent to a pipe (as here), the tables keep their headers whole ("vectorized/mpi_sum"), not
+    squeezed to 80 columns ("vectorize…")."""
+    r = mpiopt("bench", "user-op", "--count", "64K", "--reps", "1", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "op alone" in r.stdout and "…" not in r.stdout
+
+
 def test_bench_user_op_bad_count(mpiopt, tmp_path):
     r = mpiopt("bench", "user-op", "--count", "4G", "--results", str(tmp_path))
     assert r.returncode == 2 and "--count" in r.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 from .. import mpi
 from ..errors import UsageError
 from ..units import parse_size
+from ..console import console as report_console
 
 NAME = "user-op"
 HELP = "user-defined MPI_Reduce ops: MPI_SUM vs serial, vectorized, threaded; overlap with work"
@@ -144,9 +145,8 @@ def run(args) -> int:
     built = mpi.built_flavours()
     if not built:
         raise UsageError("no mpiopt build found: run `make build`")
-    from rich.console import Console
     from rich.table import Table
-    console = Console(stderr=args.json)
+    console = report_console(stderr=args.json)
     results = Path(args.results)
     rows = [measure(f, results / "user_op_build", count, args.threads, args.reps) for f in built]
     checks = bar_checks(rows)

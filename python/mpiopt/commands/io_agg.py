@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import UsageError
@@ -18,6 +17,7 @@ from ..placement.io_agg import (SELECTIONS, aggregator_table, fix_hints, host_na
                                 romio_aggregators, romio_hints_text, stride_aggregators)
 from .grid_arguments import add_curve_arguments, add_numbering_arguments
 from .grid_order import options_from_args
+from ..console import console as report_console
 
 EXAMPLE = """examples:
   mpiopt io-agg --ppn 16 -g 16,16 -c 2,8 --cb-nodes 16 -o romio_hints
@@ -220,7 +220,7 @@ def run_aggregators(args) -> int:
                           "hints": hints, "fixed": after.rows(), "fixed_crowded": after.crowded(),
                           "openmpi_io_component": "romio321" if args.mpi == "openmpi" else None}))
         return 0
-    console = Console(file=sys.stdout)
+    console = report_console()
     print(f"{placement.name}: {placement.nranks} ranks, {placement.nnodes} nodes x "
           f"{placement.ppn}, cb_nodes={args.cb_nodes}, selection {args.select}")
     for title, table in (("as placed", before), ("with the hints", after)):

@@ -11,7 +11,6 @@ import tempfile
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from .. import mpi
@@ -21,6 +20,7 @@ from ..files import atomic_output
 from ..placement import PlacementError, parse_int_list
 from ..placement.layout import OMP_ENV, ModelParameters, candidates
 from ..placement.topology import this_machine, topology
+from ..console import console as report_console
 
 EXAMPLE = """examples:
   mpiopt layout --topology "numa:4 core:8" -g 1024,1024 --nodes 32
@@ -185,7 +185,7 @@ def _measure(rows: list[dict], app: list[str], args) -> None:
 
 
 def _print(rows, grid, nodes, topo, args) -> None:
-    console = Console(file=sys.stdout, width=110)   # piped: no colour codes; 9 columns
+    console = report_console()
     measured = any("measured_us" in r for r in rows)
     t = Table(title=f"layouts: grid {grid[0]}x{grid[1]} {args.stencil}, {nodes} node(s) of "
               f"{topo.describe()}", caption="best model time first; docs/layout.md")

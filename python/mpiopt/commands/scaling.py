@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from .. import mpi
@@ -15,6 +14,7 @@ from ..errors import UsageError
 from ..files import write_atomically
 from ..simulation import smpi
 from ..units import parse_ranks
+from ..console import console as report_console
 
 EXAMPLE = """examples:
   mpiopt scaling run --ranks 16,64,256,1024 --strong --weak --size 256 --simulate \\
@@ -87,7 +87,7 @@ def _show(results: list[dict], args) -> int:
         shown = [{**s, "table": rows} for s, (_, rows) in zip(results, tables)]
         print(json.dumps(shown[0] if len(shown) == 1 else {"studies": shown}))
         return 0
-    console = Console(file=sys.stdout)   # piped: no colour codes, 80 columns
+    console = report_console()
     for number, (study, (mode, rows)) in enumerate(zip(results, tables)):
         if number:
             console.print()
