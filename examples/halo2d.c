@@ -19,6 +19,10 @@
  * not spend host time on it; a sleep, not smpi_execute_flops, because SMPI would share one
  * simulated CPU among all ranks of a node).
  *
+ * Built with OpenMP (mpicc -fopenmp), the sweep's rows are shared by the rank's threads
+ * (OMP_NUM_THREADS), MPI is called by the master thread only (MPI_THREAD_FUNNELED), and the
+ * output line ends with threads=T: the hybrid layouts `mpiopt layout --run` measures.
+ *
  * Output (rank 0): one line
  *     halo2d grid=XxY steps=N bytes=B periodic=P time_per_step=T checksum=C
  * where T is the slowest rank's wall time per step (simulated time under SMPI). With a compute
@@ -31,6 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* SMPI's mpi.h defines SMPI_SAMPLE_FLOPS; a real MPI's does not */
 #ifdef SMPI_SAMPLE_FLOPS
@@ -59,6 +66,9 @@ static long parse_positive(const char *text, const char *what)
 static void jacobi_sweep(const double *cur, double *next, long nx, long ny)
 {
     long row = ny + 2;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (long i = 1; i <= nx; i++)
         for (long j = 1; j <= ny; j++)
             next[i * row + j] = 0.25 * (cur[(i - 1) * row + j] + cur[(i + 1) * row + j] +
@@ -79,7 +89,16 @@ static void simulated_sweep(long nx, long ny)
 
 int main(int argc, char **argv)
 {
+#ifdef _OPENMP
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    if (provided < MPI_THREAD_FUNNELED) {
+        fprintf(stderr, "halo2d: the MPI library does not provide MPI_THREAD_FUNNELED\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+#else
     MPI_Init(&argc, &argv);
+#endif
     int size, world_rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -193,6 +212,9 @@ int main(int argc, char **argv)
         if (compute) /* only then: the line stays what it was for the old arguments */
             printf(" local=%ldx%ld compute_per_step=%.9e", local_x, local_y,
                    steps ? slowest[1] / (double)steps : 0.0);
+#ifdef _OPENMP
+        printf(" threads=%d", omp_get_max_threads());
+#endif
         printf("\n");
         free(all);
     }

@@ -7,7 +7,8 @@
  * and prints, from rank 0, `VARIANT SECONDS` (the mean of --reps calls, after one warm-up) and
  * checks every variant's result (small integers: sums are exact in any order).
  * Build: mpicc -O3 -march=native -fopenmp -I include user_op_reduce.c -L LIB -lmpiopt
- * Run:   mpirun -n 2 ./user_op_reduce --count 67108864 [--reps 10] [--variants serial,threaded] */
+ * Run:   mpirun -n 2 ./user_op_reduce --count 67108864 [--reps 10] [--variants serial,threaded]
+ *        ./user_op_reduce --local ...   the op alone: MPI_Reduce_local on each rank, no messages */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ int main(int argc, char **argv)
     long count = 1L << 26;
     int reps = 10;
     const char *variants = "mpi_sum,serial,vectorized,threaded";
+    int local = 0;
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -56,10 +58,12 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--variants") && i + 1 < argc)
             variants = argv[++i];
+        else if (!strcmp(argv[i], "--local"))
+            local = 1;
         else {
             if (rank == 0)
                 fprintf(stderr, "user_op_reduce: unknown argument %s (--count N|2^K, --reps R, "
-                                "--variants a,b)\n", argv[i]);
+                                "--variants a,b, --local)\n", argv[i]);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
     }
@@ -89,9 +93,14 @@ int main(int argc, char **argv)
             continue;
         double total = 0;
         for (int r = -1; r < reps; r++) {
+            if (local)    /* recv = send + send, from a fresh copy each time (not timed) */
+                memcpy(recv, send, count * sizeof *recv);
             MPI_Barrier(MPI_COMM_WORLD);
             double t = MPI_Wtime();
-            MPI_Reduce(send, recv, (int)count, MPI_FLOAT, all[v].op, 0, MPI_COMM_WORLD);
+            if (local)
+                MPI_Reduce_local(send, recv, (int)count, MPI_FLOAT, all[v].op);
+            else
+                MPI_Reduce(send, recv, (int)count, MPI_FLOAT, all[v].op, 0, MPI_COMM_WORLD);
             t = MPI_Wtime() - t;
             if (r >= 0)
                 total += t;
@@ -101,6 +110,8 @@ int main(int argc, char **argv)
                 float want = 0;
                 for (int p = 0; p < size; p++)
                     want += (float)((i + p) % 64);
+                if (local)
+                    want = 2 * (float)(i % 64);
                 if (recv[i] != want) {
                     fprintf(stderr, "user_op_reduce: %s wrong at %ld\n", all[v].name, i);
                     bad = 1;

@@ -10,8 +10,13 @@
  * live threaded ops) where the plain vendor op is a correct fallback.
  *
  * Each call cuts the buffer into cache-sized chunks (MPIOPT_USER_OP_CHUNK bytes, default 64 KiB,
- * whole elements) and runs the user's function on each chunk as an OpenMP task of priority
- * MPIOPT_USER_OP_PRIORITY (default 1; OpenMP honours it only up to OMP_MAX_TASK_PRIORITY). Inside
+ * whole elements), the user's function called once a chunk, and deals the chunks out as a few
+ * OpenMP tasks (TASKS_PER_THREAD a thread, each a run of consecutive chunks) of priority
+ * MPIOPT_USER_OP_PRIORITY (default 1; OpenMP honours it only up to OMP_MAX_TASK_PRIORITY). A task
+ * a chunk was the first design and left the second thread idle: a 256 MiB buffer is 4096 chunks,
+ * and past a queue limit of a few dozen tasks a thread GCC's libgomp runs new tasks undeferred in
+ * the thread that creates them, so the creator did all the work (1.0x the unthreaded op; 1.5x
+ * now, where memory bandwidth bounds it: docs/user_ops.md). Inside
  * a parallel region the tasks join the caller's team (so a reduction run as a task overlaps the
  * team's other tasks); outside, a parallel region of the op's thread count runs them. For an
  * element-wise function, result[i] depends only on in[i] and inout[i], so chunked calls are bit
@@ -29,6 +34,9 @@
 
 #define MPIOPT_USER_OP_SLOTS 64
 #define DEFAULT_CHUNK_BYTES (64u << 10)
+/* enough tasks that a thread slowed by another process hands its share on, few enough that no
+ * OpenMP runtime reaches its queue limit */
+#define TASKS_PER_THREAD 4
 
 typedef void c_user_fn(void *, void *, int *, MPI_Datatype *);
 typedef void f_user_fn(void *, void *, MPI_Fint *, MPI_Fint *);
@@ -85,32 +93,41 @@ static void run_chunked(const user_op_slot *s, void *in, void *inout, size_t n, 
     }
     char *a = in, *b = inout;
     size_t step = per * (size_t)extent;
-#define CHUNK_BODY                                                              \
-    {                                                                           \
-        size_t lo = (size_t)c * per, m = n - lo < per ? n - lo : per;           \
-        call_user(s, a + (size_t)c * step, b + (size_t)c * step, m, dt);        \
+    long tasks = (long)threads * TASKS_PER_THREAD;
+    if (tasks > (long)chunks)
+        tasks = (long)chunks;
+    /* task t runs chunks [t*chunks/tasks, (t+1)*chunks/tasks): every task within one chunk of
+     * the same work */
+#define TASK_BODY                                                                        \
+    {                                                                                    \
+        size_t first = (size_t)t * chunks / (size_t)tasks;                               \
+        size_t end = (size_t)(t + 1) * chunks / (size_t)tasks;                           \
+        for (size_t c = first; c < end; c++) {                                           \
+            size_t lo = c * per, m = n - lo < per ? n - lo : per;                        \
+            call_user(s, a + c * step, b + c * step, m, dt);                             \
+        }                                                                                \
     }
 #ifdef _OPENMP
     if (omp_in_parallel()) {
 #pragma omp taskgroup
         {
 #pragma omp taskloop grainsize(1) priority(priority) default(shared)
-            for (long c = 0; c < (long)chunks; c++)
-                CHUNK_BODY
+            for (long t = 0; t < tasks; t++)
+                TASK_BODY
         }
         return;
     }
 #pragma omp parallel num_threads(threads)
 #pragma omp single
 #pragma omp taskloop grainsize(1) priority(priority) default(shared)
-    for (long c = 0; c < (long)chunks; c++)
-        CHUNK_BODY
+    for (long t = 0; t < tasks; t++)
+        TASK_BODY
 #else
     (void)priority;
-    for (long c = 0; c < (long)chunks; c++)
-        CHUNK_BODY
+    for (long t = 0; t < tasks; t++)
+        TASK_BODY
 #endif
-#undef CHUNK_BODY
+#undef TASK_BODY
 }
 
 /* The pool: trampoline_G_J runs the op recorded in slot 8*G + J. */

@@ -82,6 +82,13 @@ class CostModel:
                 (any(self.seconds(n, p, 8, 1e-6, 2.5e-10, 1e-10) is not None for p in (3, 4)) or
                  self.seconds(n, 8, 8, 1e-6, 2.5e-10, 1e-10, ranks_per_node=2) is not None)]
 
+    @property
+    def flat_algorithms(self) -> list[str]:
+        """The algorithms priced with one level (every rank a node of its own): `algorithms`
+        without those that need ranks sharing nodes (`hierarchical`)."""
+        return [n for n in self.algorithms
+                if any(self.seconds(n, p, 8, 1e-6, 2.5e-10, 1e-10) is not None for p in (3, 4))]
+
     def seconds(self, algorithm: str, ranks: int, nbytes: float, alpha: float, beta: float,
                 gamma: float, reduce: bool = False, exchange: dict | None = None,
                 ranks_per_node: int = 0, intra_alpha: float = 0.0,

@@ -4,7 +4,11 @@ Every command that runs MPI programs goes through here, so launcher quirks (Open
 to run as root, oversubscription, MPICH's Hydra) are handled once."""
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +20,119 @@ def repo_root() -> Path:
     """The source tree (this package is installed editable from python/)."""
     env = os.environ.get("MPIOPT_HOME")
     return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Installation:
+    """An MPI installed outside Debian's packages (a module, a Spack or pip prefix): PREFIX/bin/mpicc
+    and PREFIX/bin/mpiexec, its ABI flavour, and the mpiopt build made for it (build/NAME). Once
+    registered (`installation`), NAME stands for it wherever a flavour is asked for."""
+    name: str           # e.g. intel-mpi-2021.15.0, openmpi-5.0.11: a label and a directory name
+    prefix: Path
+    flavour: str        # ABI family: openmpi or mpich (MPICH, Intel MPI, MVAPICH, Cray MPICH)
+    env: tuple = ()     # (name, value) pairs every build and run of it needs
+
+    @property
+    def mpicc(self) -> Path:
+        return self.prefix / "bin" / "mpicc"
+
+    @property
+    def mpiexec(self) -> Path:
+        return self.prefix / "bin" / "mpiexec"
+
+    def environ(self, base: dict | None = None) -> dict:
+        out = dict(os.environ if base is None else base)
+        # the prefix's bin first: Open MPI's mpiexec starts its daemons (prted) by name
+        out["PATH"] = f"{self.prefix / 'bin'}:{out.get('PATH', '')}"
+        for k, v in self.env:
+            out.setdefault(k, v)
+        return out
+
+
+_installations: dict[str, Installation] = {}
+
+
+def describe_mpi_header(text: str) -> tuple[str, str] | None:
+    """(flavour, name) from an mpi.h's version macros: Intel MPI, Open MPI or MPICH."""
+    def macro(name: str) -> str | None:
+        m = re.search(rf'^#define\s+{name}\s+"?([^"\s]+)"?', text, re.M)
+        return m.group(1) if m else None
+    if macro("I_MPI_VERSION"):
+        return "mpich", f"intel-mpi-{macro('I_MPI_VERSION')}"
+    if macro("OMPI_MAJOR_VERSION"):
+        version = ".".join(macro(f"OMPI_{p}_VERSION") or "0" for p in ("MAJOR", "MINOR", "RELEASE"))
+        return "openmpi", f"openmpi-{version}"
+    if macro("MVAPICH2_VERSION") or macro("MVAPICH_VERSION"):
+        return "mpich", f"mvapich-{macro('MVAPICH2_VERSION') or macro('MVAPICH_VERSION')}"
+    if macro("MPICH_VERSION"):
+        return "mpich", f"mpich-{macro('MPICH_VERSION')}"
+    return None
+
+
+def installation(prefix: str | Path) -> Installation:
+    """The MPI installed under PREFIX, registered under its name; ValueError saying what is
+    missing when PREFIX is not an MPI installation."""
+    prefix = Path(prefix).expanduser().resolve()
+    for need in ("bin/mpicc", "bin/mpiexec", "include/mpi.h"):
+        if not (prefix / need).exists():
+            raise ValueError(f"{prefix} is not an MPI installation: no {need}")
+    found = describe_mpi_header((prefix / "include" / "mpi.h").read_text(errors="replace"))
+    if found is None:
+        raise ValueError(f"{prefix / 'include/mpi.h'}: not Open MPI, MPICH, Intel MPI or MVAPICH")
+    flavour, name = found
+    env: tuple = ()
+    if name.startswith("intel-mpi"):
+        # Intel MPI's wrappers from a relocated package (pip, a copied tree) need I_MPI_ROOT; one
+        # machine needs no fabric provider (I_MPI_FABRICS=shm)
+        env = (("I_MPI_ROOT", str(prefix)), ("I_MPI_FABRICS", "shm"))
+    if name in FLAVOURS or (name in _installations and _installations[name].prefix != prefix):
+        # the same version twice (or a clash): tell them apart by where they are
+        name += "-" + hashlib.sha1(str(prefix).encode()).hexdigest()[:6]
+    inst = Installation(name, prefix, flavour, env)
+    _installations[name] = inst
+    return inst
+
+
+def installations() -> list[Installation]:
+    return list(_installations.values())
+
+
+def ensure_built(inst: Installation, log=None) -> Path:
+    """build/NAME: mpiopt's library, profiler and benchmarks configured with the installation's
+    mpicc (CMake detects the flavour from its mpi.h) once, and brought up to date (an incremental
+    build: nothing to do when nothing changed); the library path. RuntimeError with the tail of
+    the log on failure."""
+    build = build_dir(inst.name)
+    stamp = build / "mpi-prefix"
+    logfile = build.parent / f"{inst.name}.build.log"
+    env = inst.environ()
+    steps = [["cmake", "--build", str(build), "-j2"]]
+    if not (stamp.exists() and stamp.read_text() == str(inst.prefix) and (build / "CMakeCache.txt").exists()):
+        build.mkdir(parents=True, exist_ok=True)
+        steps.insert(0, ["cmake", "-S", str(repo_root()), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                         f"-DCMAKE_C_COMPILER={inst.mpicc}", "-DMPIOPT_FORTRAN=OFF", "-DMPIOPT_TESTS=OFF"])
+    with logfile.open("w") as out:
+        for cmd in steps:
+            if log:
+                log(" ".join(cmd))
+            r = subprocess.run(["flock", str(build.parent / f".lock-{inst.name}")] + cmd,
+                               stdout=out, stderr=subprocess.STDOUT, env=env)
+            if r.returncode != 0:
+                tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-15:])
+                raise RuntimeError(f"building mpiopt for {inst.name} ({inst.prefix}) failed "
+                                   f"(log: {logfile}):\n{tail}")
+    stamp.write_text(str(inst.prefix))
+    return build / "lib" / "libmpiopt.so"
+
+
+def _installed(flavour: str) -> Installation | None:
+    return _installations.get(flavour)
+
+
+def abi_flavour(flavour: str) -> str:
+    """openmpi or mpich: the ABI family of a Debian flavour or a registered installation."""
+    inst = _installed(flavour)
+    return inst.flavour if inst else flavour
 
 
 def build_dir(flavour: str) -> Path:
@@ -47,7 +164,11 @@ def built_flavours() -> list[str]:
 def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: bool = False,
              mpiexec: Path | None = None) -> list[str]:
     """The command prefix that starts `np` ranks with `flavour`'s launcher on this machine
-    (Debian's, or `mpiexec`: that of another installation of the flavour)."""
+    (Debian's, or `mpiexec`: that of another installation of the flavour; a registered
+    installation's name: its own mpiexec)."""
+    inst = _installed(flavour)
+    if inst:
+        flavour, mpiexec = inst.flavour, mpiexec or inst.mpiexec
     if flavour == "openmpi":
         cmd = [str(mpiexec or "mpirun.openmpi"), "--oversubscribe", "-np", str(np)]
         if os.geteuid() == 0:
@@ -69,16 +190,46 @@ def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
     (this build tree's for the flavour, or `lib`) and/or the profiler (first, so that it times
     the drop-in's MPI_Allreduce too)."""
     out = dict(os.environ if env is None else env)
-    if flavour == "openmpi":
+    inst = _installed(flavour)
+    if inst:
+        out = inst.environ(out)
+    if abi_flavour(flavour) == "openmpi":
         out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        # no network interfaces but loopback here: keep Open MPI from probing others
-        out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        if not cross_memory_attach_works():
+            # Open MPI's shared-memory transport would fail its single-copy reads (a container
+            # without ptrace rights): the copy through its buffers instead
+            out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+            out.setdefault("OMPI_MCA_btl_sm_single_copy_mechanism", "none")
     libs = ([str(profile_library(flavour))] if profile else []) + \
         ([str(lib or library(flavour))] if preload else [])
     if libs:
         lib = ":".join(libs)
         out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def cross_memory_attach_works() -> bool:
+    """Whether one process may read another's memory (process_vm_readv), as the MPIs' single-copy
+    transports and mpiopt's single_copy.c do: a forked child reads a word of this process."""
+    import ctypes
+    import struct
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        readv = libc.process_vm_readv
+    except (OSError, AttributeError):
+        return False
+    word = ctypes.c_uint64(0x6d70696f70742121)
+    parent = os.getpid()
+    child = os.fork()
+    if child == 0:
+        got = ctypes.c_uint64(0)
+        local = struct.pack("PN", ctypes.addressof(got), 8)
+        remote = struct.pack("PN", ctypes.addressof(word), 8)
+        n = readv(parent, ctypes.c_char_p(local), 1, ctypes.c_char_p(remote), 1, 0)
+        os._exit(0 if n == 8 and got.value == word.value else 1)
+    _, status = os.waitpid(child, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: float | None = 600,

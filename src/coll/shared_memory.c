@@ -12,18 +12,32 @@
  * A reduce is the same with only the root waiting and reducing, from its own input where the
  * caller left it: the others copy, publish and return. The root publishes when it has read.
  *
- * Each slot holds BUFFERS buffers, used in turn. A rank publishes call k only after it has read
- * every input of call k - 1, so a rank may write call k's input once every rank has published
- * k - BUFFERS + 1. What a rank saw of the others when it last looked tells it how many calls it
- * may go on without looking again: the header of a buffer is on the line with its first 48 bytes,
- * and a call of up to 48 bytes moves one cache line per rank, not three.
+ * A larger allreduce piece (SCATTER_FROM_BYTES and up) is reduce-scattered instead: each rank
+ * reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its slot,
+ * publishes that, and then every rank copies the p shares into its output. Each rank computes
+ * 1/p of the piece instead of all of it, and the shares' cache lines travel once:
+ *
+ *   one copy of n bytes in, n bytes read to reduce, n bytes gathered, (p-1)/p*n*gamma
+ *
+ * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
+ *
+ * Each slot holds two rings of input buffers, used in turn (node_window.h): four for every
+ * allreduce and small reduce, and for larger reduces as many as the node's budget for the window
+ * allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided among its ranks; at least 4). A
+ * rank publishes call k of a ring only after it has read every input of call k - 1, so a rank may
+ * write call k's input once every rank has published k - buffers + 1: a reduce's other ranks hand
+ * over up to `buffers` pieces (8 MiB at p = 2) and return while the root is still reducing, as a
+ * program's non-root ranks want. Allreduces of 64 KiB and up read the other ranks' buffers where
+ * they are instead, where the ranks may (single_copy.c). What a rank saw of the others when it last looked tells it
+ * how many calls it may go on without looking again: the header of a buffer is on the line with
+ * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
  *
  * A message larger than a buffer goes in pieces of a buffer each, every piece a call of its own
  * (exchange): the copying ranks run ahead while the reducing ones reduce, and the inputs are read
  * once, from cache. At p = 2 that beat both vendors' reduce at every size up to 4 MiB.
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
- * from facts all ranks share; the same bits, see reduce_as_recursive_doubling) when the ranks do
+ * from facts all ranks share; the same bits, see mpiopt_shm_reduce_inputs) when the ranks do
  * not share one node, when a nonblocking call records the algorithm (a schedule is made of
  * messages), and under SimGrid, whose ranks share one address space and are scheduled
  * cooperatively. */
@@ -33,33 +47,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
+#include "node_window.h"
 
-#define BUFFER_BYTES 8192
-#define BUFFERS 4
+#define MIN_BUFFERS 4
+#define MAX_BUFFERS 4096
+#define DEFAULT_WINDOW_BYTES (16u << 20)    /* a node's ranks together */
+/* allreduce pieces of this size and up are reduce-scattered: below, the second round of
+ * cache-line handovers costs more than the reduction it shares out */
+#define SCATTER_FROM_BYTES 4096
+/* A reduce's other ranks hand over this much through the small ring without waiting for the root
+ * (its buffers but one: the root may still be reading the last of the call before); larger
+ * reduces go through the large ring (node_window.h) */
+#define SMALL_RING_BYTES ((SMALL_BUFFERS - 1) * BUFFER_BYTES)
+/* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
+ * where the ranks can: below, its three waits and a system call per chunk cost more than the
+ * window's second copy */
+#define DIRECT_FROM_BYTES (64u << 10)
 
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
-typedef struct {
-    _Alignas(64) uint64_t call;     /* the call whose input follows (0: none yet) */
-    uint64_t pad;                   /* keeps data 16-byte aligned, as malloc'd buffers are */
-    char data[BUFFER_BYTES];
-} buffer;
-
-typedef struct {
-    buffer in[BUFFERS];             /* call k's input in in[k % BUFFERS] */
-} slot;
-
-struct mpiopt_node_window {
-    int usable;                     /* 0: the ranks do not share a node */
-    int freed;                      /* the window is gone (MPI_Finalize came first) */
-    MPI_Win win;
-    uint64_t calls;
-    uint64_t writable_until;        /* the last call whose buffer is known free */
-    slot *mine;
-    slot **all;                     /* every rank's slot, mapped here */
-    struct mpiopt_node_window *prev, *next;
-};
-typedef mpiopt_node_window node_window;
 
 /* The windows not freed yet, oldest first. MPI_Finalize tears down the one-sided layer before it
  * frees the communicators (and their attributes), so MPI_Win_free in the communicator's delete
@@ -164,19 +170,34 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     }
     w->usable = rc == MPI_SUCCESS && node_size == c->size;
     if (w->usable) {
-        rc = PMPI_Win_allocate_shared((MPI_Aint)sizeof(slot), 64, MPI_INFO_NULL, c->comm,
-                                      &w->mine, &w->win);
+        /* every rank must use the same count: the smallest any rank's environment gives */
+        long budget = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
+        uint64_t mine = (uint64_t)(budget > 0 ? budget : 0) / ((uint64_t)c->size * sizeof(buffer));
+        mine = mine < MIN_BUFFERS ? MIN_BUFFERS : mine > MAX_BUFFERS ? MAX_BUFFERS : mine;
+        rc = PMPI_Allreduce(&mine, &w->large.buffers, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+    }
+    if (w->usable && rc == MPI_SUCCESS) {
+        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->large.buffers * sizeof(buffer)), 64,
+                                      MPI_INFO_NULL, c->comm, &w->mine, &w->win);
         for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
             MPI_Aint size;
             int disp;
             rc = PMPI_Win_shared_query(w->win, r, &size, &disp, &w->all[r]);
         }
         if (rc == MPI_SUCCESS) {
-            for (int b = 0; b < BUFFERS; b++)
-                __atomic_store_n(&w->mine->in[b].call, 0, __ATOMIC_RELEASE);
-            w->writable_until = BUFFERS - 1;
+            /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
+             * page fault a call while the ring is used for the first time */
+            memset(w->mine, 0, sizeof(slot) + w->large.buffers * sizeof(buffer));
+            __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
+            w->large.large = 1;
+            w->small.buffers = SMALL_BUFFERS;
+            w->small.writable_until = w->small.buffers - 1;
+            w->large.writable_until = w->large.buffers - 1;
+            mpiopt_shm_direct_prepare(w);
             rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
         }
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_shm_direct_agree(c, w);
     }
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_set_attr(c->comm, window_keyval, w);
@@ -190,82 +211,55 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     return MPI_SUCCESS;
 }
 
-/* Waits until the buffer's header reads at least `call`; returns what it read. */
-static uint64_t wait_published(const buffer *b, uint64_t call)
+static void publish(node_window *w, const ring *g, uint64_t call)
 {
-    /* spin briefly, then give the core away between looks: with more ranks than cores the rank
-     * being waited for may need this one */
-    uint64_t seen;
-    for (unsigned looks = 0; (seen = __atomic_load_n(&b->call, __ATOMIC_ACQUIRE)) < call; looks++) {
-        if (looks < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else {
-            sched_yield();
-        }
-    }
-    return seen;
+    __atomic_store_n(&ring_buffer(g, w->mine, call)->call, call, __ATOMIC_RELEASE);
 }
 
-static void publish(node_window *w, uint64_t call)
+/* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
+ * so read call - buffers. Looks only when what it saw last time does not already say so. */
+static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call)
 {
-    __atomic_store_n(&w->mine->in[call % BUFFERS].call, call, __ATOMIC_RELEASE);
-}
-
-/* Waits until this rank may write call's buffer: every rank has published call - BUFFERS + 1 and
- * so read call - BUFFERS. Looks only when what it saw last time does not already say so. */
-static void wait_writable(const mpiopt_coll *c, node_window *w, uint64_t call)
-{
-    if (call <= w->writable_until)
+    if (call <= g->writable_until)
         return;
-    uint64_t needed = call - BUFFERS + 1, least = UINT64_MAX;
+    uint64_t needed = call - g->buffers + 1, least = UINT64_MAX;
     for (int r = 0; r < c->size; r++) {
-        uint64_t seen = wait_published(&w->all[r]->in[needed % BUFFERS], needed);
+        uint64_t seen = mpiopt_shm_wait(&ring_buffer(g, w->all[r], needed)->call, needed);
         least = seen < least ? seen : least;
     }
-    w->writable_until = least + BUFFERS - 1;
+    g->writable_until = least + g->buffers - 1;
 }
 
-/* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
- * a call (exchange), not once a piece; NULL when that failed. */
-typedef struct {
-    char *scratch;                  /* p2 pieces */
-    char **value;                   /* p2 pointers into it */
-} fold_space;
-
-/* Rank r's input to this call: its buffer, or `mine` for this rank when it reads its own input
- * where the caller left it. */
-static const void *input_of(const mpiopt_coll *c, const node_window *w, uint64_t call,
-                            const void *mine, int r)
+/* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
+ * it reads its own input where the caller left it. */
+static const void *input_of(const mpiopt_coll *c, const node_window *w, const ring *g,
+                            uint64_t call, const void *mine, int r, size_t first)
 {
-    return r == c->rank && mine ? mine : w->all[r]->in[call % BUFFERS].data;
+    const char *base = r == c->rank && mine ? mine : ring_buffer(g, w->all[r], call)->data;
+    return base + first * c->extent;
 }
 
-/* The p inputs of this call reduced into buf with the bracketing and operand order of recursive
- * doubling (recursive_doubling.c, halving_doubling.c's fold): the first 2(p - p2) ranks in pairs,
- * then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the bits of
- * recursive doubling, the algorithm a nonblocking call records in this one's place, and a
+/* The p inputs (in[r]: rank r's) reduced into buf with the bracketing and operand order of
+ * recursive doubling (recursive_doubling.c, halving_doubling.c's fold): the first 2(p - p2) ranks
+ * in pairs, then groups of 1, 2, 4, … virtual ranks, always lower op higher. So the result has the
+ * bits of recursive doubling, the algorithm a nonblocking call records in this one's place, and a
  * program made nonblocking by `mpiopt transform` computes what it computed before. */
-static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window *w,
-                                        uint64_t call, const void *mine, void *buf, size_t count,
-                                        const fold_space *f)
+int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
+                             const fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
     size_t bytes = count * c->extent;
     if (c->size == 2)
-        return mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 0),
-                                   input_of(c, w, call, mine, 1), buf, count);
+        return mpiopt_coll_reduce3(c, in[0], in[1], buf, count);
     char **value = f->value;
     /* without it this rank still takes part (copies, publishes), so the others finish */
     int rc = f->scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
         value[g] = f->scratch + (size_t)g * bytes;
         if (g < surplus)
-            rc = mpiopt_coll_reduce3(c, input_of(c, w, call, mine, 2 * g),
-                                     input_of(c, w, call, mine, 2 * g + 1), value[g], count);
+            rc = mpiopt_coll_reduce3(c, in[2 * g], in[2 * g + 1], value[g], count);
         else
-            memcpy(value[g], input_of(c, w, call, mine, g + surplus), bytes);
+            memcpy(value[g], in[g + surplus], bytes);
     }
     for (int step = 1; rc == MPI_SUCCESS && step < p2; step *= 2)
         for (int g = 0; rc == MPI_SUCCESS && g < p2; g += 2 * step) {
@@ -277,32 +271,82 @@ static int reduce_as_recursive_doubling(const mpiopt_coll *c, const node_window 
     return rc;
 }
 
+/* Elements [first, first + count) of this call's p inputs in the window (this rank's in `mine`
+ * when it reads its own input where the caller left it) reduced into buf. */
+static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, const ring *g,
+                                uint64_t call, const void *mine, size_t first, void *buf,
+                                size_t count, const fold_space *f)
+{
+    const char *pair[2], **in = c->size == 2 ? pair : f->inputs;
+    if (!in)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size; r++)
+        in[r] = input_of(c, w, g, call, mine, r, first);
+    return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
+}
+
+/* Elements [first, first + n) of a piece of `count`: rank r's share, 1/p of it (whole elements). */
+static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)
+{
+    *first = count * (size_t)r / (size_t)c->size;
+    *n = count * (size_t)(r + 1) / (size_t)c->size - *first;
+}
+
+/* An allreduce piece whose inputs every rank has published: this rank reduces its share into its
+ * result buffer and publishes it, then copies every rank's share into `out`. A rank writes
+ * result[call % RESULT_BUFFERS] only after every input of `call` is published, so every rank has
+ * finished call - 1, and read call - 1's results. */
+static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, const ring *g,
+                                uint64_t call, void *out, size_t count, const fold_space *f)
+{
+    size_t first, n;
+    share_of(c, c->rank, count, &first, &n);
+    buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
+    int rc = n ? reduce_window_inputs(c, w, g, call, NULL, first, mine->data, n, f)
+               : MPI_SUCCESS;
+    __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
+    /* this rank's own share first (in cache), then the others' as they come */
+    for (int k = 0; k < c->size; k++) {
+        int r = (c->rank + k) % c->size;
+        const buffer *theirs = &w->all[r]->result[call % RESULT_BUFFERS];
+        share_of(c, r, count, &first, &n);
+        if (k > 0)
+            mpiopt_shm_wait(&theirs->call, call);
+        memcpy((char *)out + first * c->extent, theirs->data, n * c->extent);
+    }
+    return rc;
+}
+
 /* One piece of a call (at most a buffer's worth of elements): `call` is its number, `in` this
  * rank's input to it and `out` where its result goes (root: the reduce's, or -1 for an allreduce,
  * where every rank reduces). */
-static int exchange_piece(const mpiopt_coll *c, node_window *w, uint64_t call, const void *in,
-                          void *out, size_t count, int root, const fold_space *f)
+static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call,
+                          const void *in, void *out, size_t count, int root, const fold_space *f)
 {
     const void *mine = NULL;
     if (c->rank == root && in != out) {
         mine = in;          /* nobody else reads a reduce root's input: it stays where it is */
     } else {
-        wait_writable(c, w, call);
-        memcpy(w->mine->in[call % BUFFERS].data, in, count * c->extent);
+        wait_writable(c, w, g, call);
+        memcpy(ring_buffer(g, w->mine, call)->data, in, count * c->extent);
     }
     if (c->rank != root) {
-        publish(w, call);
+        publish(w, g, call);
         if (root >= 0)
             return MPI_SUCCESS;     /* a reduce's other ranks: the root reads their input */
     }
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            wait_published(&w->all[r]->in[call % BUFFERS], call);
-    int rc = reduce_as_recursive_doubling(c, w, call, mine, out, count, f);
+            mpiopt_shm_wait(&ring_buffer(g, w->all[r], call)->call, call);
+    int rc;
+    if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
+        rc = scatter_gather_piece(c, w, g, call, out, count, f);
+    else
+        rc = reduce_window_inputs(c, w, g, call, mine, 0, out, count, f);
     if (c->rank == root)
-        publish(w, call);   /* a reduce's root: once it has read the others' inputs */
-    /* every rank has published call, so has read call - 1's inputs */
-    w->writable_until = call + BUFFERS - 1;
+        publish(w, g, call);   /* a reduce's root: once it has read the others' inputs */
+    /* every rank has published call, so has read call - 1's inputs (and results) */
+    g->writable_until = call + g->buffers - 1;
     return rc;
 }
 #else
@@ -314,7 +358,7 @@ int mpiopt_node_window_free(MPI_Comm private_comm)
 #endif
 
 /* The shared part of both operations (root: as above). A message larger than a buffer goes in
- * pieces, each a call of its own: the ranks that copy run up to BUFFERS - 1 pieces ahead of
+ * pieces, each a call of its own: the ranks that copy run up to buffers - 1 pieces ahead of
  * those that reduce, so copying and reducing overlap. *done = 0: the call is not this
  * algorithm's (see the top). */
 static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int *done)
@@ -332,22 +376,30 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if ((rc = window_of(c, &w)) != MPI_SUCCESS || !w->usable)
         return rc;
     *done = 1;
-    fold_space f = {NULL, NULL};
+    const char *in = c->src ? c->src : buf;
+    if (root < 0 && w->direct && count * c->extent >= DIRECT_FROM_BYTES)
+        return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
+    /* An allreduce through the small ring at every size: every rank waits for every input of
+     * each piece anyway, so a deeper ring would only make each piece land in buffers gone cold.
+     * A reduce through the large ring above SMALL_RING_BYTES (node_window.h). */
+    ring *g = root < 0 || count * c->extent <= SMALL_RING_BYTES ? &w->small : &w->large;
+    fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
         f.scratch = mpiopt_coll_scratch(c, (size_t)p2 * (count < per_piece ? count : per_piece));
         f.value = malloc(sizeof *f.value * (size_t)p2);
+        f.inputs = malloc(sizeof *f.inputs * (size_t)c->size);
     }
-    const char *in = c->src ? c->src : buf;
     /* every piece, whatever failed before: the other ranks wait for this one's */
     for (size_t first = 0; first < count; first += per_piece) {
         size_t n = count - first < per_piece ? count - first : per_piece;
-        int piece_rc = exchange_piece(c, w, ++w->calls, mpiopt_at(c, in, first),
+        int piece_rc = exchange_piece(c, w, g, ++g->calls, mpiopt_at(c, in, first),
                                       mpiopt_at(c, buf, first), n, root, &f);
         if (rc == MPI_SUCCESS)
             rc = piece_rc;
     }
     free(f.value);
+    free(f.inputs);
     mpiopt_scratch_free(f.scratch);
     return rc;
 #endif

@@ -142,8 +142,10 @@ static uint64_t fortran_bytes(enum fortran_bytes shape, void *const *a, int c, i
 #define F_PRE_START(a, comm)
 #define F_PRE_INIT(a, comm)
 
+/* Inlined into each mangling (mpi_send_, MPI_SEND, ...), so that __builtin_return_address(0)
+ * is the Fortran caller's: the call site the sites report names. */
 #define F(LOWER, UPPER, NAME, KIND, N, SHAPE, C, T, PEER, COMM)                          \
-    static void LOWER##_profiled(FP_##N)                                                 \
+    static inline __attribute__((always_inline)) void LOWER##_profiled(FP_##N)          \
     {                                                                                    \
         static void (*next)(FP_##N);                                                     \
         if (!next)                                                                       \
@@ -161,6 +163,10 @@ static uint64_t fortran_bytes(enum fortran_bytes shape, void *const *a, int c, i
         uint64_t bytes = fortran_bytes(SHAPE, a, C, T, PEER, COMM);                      \
         int peer = (PEER) >= 0 && PROF_##KIND == PROF_P2P ? *(MPI_Fint *)a[(PEER) < 0 ? 0 : (PEER)] : -1; \
         prof_record(PROF_ID_##NAME, PROF_##KIND, t, bytes, peer, comm_of(a, COMM));       \
+        if (prof_sites)                                                                  \
+            prof_site_record(PROF_ID_##NAME, __builtin_return_address(0), t, bytes);     \
+        if (prof_trace)                                                                  \
+            prof_trace_call(PROF_ID_##NAME, t0, t0 + t, bytes, peer, comm_of(a, COMM));  \
         prof_depth = 0;                                                                  \
     }                                                                                    \
     MPIOPT_FORTRAN_SYMBOLS(LOWER##_profiled, (FP_##N), (FA_##N), LOWER, UPPER)

@@ -186,21 +186,27 @@ void prof_write_report(void)
     PMPI_Gather(per_rank_mine, 4, MPI_DOUBLE, per_rank, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     int nentries = 0;
     double *matrix = gather_matrix(&nentries);
+    struct prof_sites sites;
+    prof_sites_gather(&sites);
+    const char *dir = getenv("MPIOPT_PROFILE_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    struct prof_trace_summary trace;
+    prof_trace_write(dir, &trace, nregions, names, prof.scale);
 
     if (prof.rank == 0) {
         struct prof_report rep = {
             .stats = all, .nregions = nregions, .region_names = names, .per_rank = per_rank,
             .matrix = matrix, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
             .flavour = MPIOPT_FLAVOUR,
-            .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions],
+            .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions], .sites = &sites,
+            .trace = &trace,
         };
-        const char *dir = getenv("MPIOPT_PROFILE_DIR");
-        if (!dir || !*dir)
-            dir = ".";
         if (prof_write_json(&rep, dir) != 0 || prof_write_text(&rep, dir) != 0)
             fprintf(stderr, "libmpiopt-profile: cannot write the profile in %s: %s\n", dir,
                     strerror(errno));
     }
+    prof_sites_free(&sites);
     free(per_rank);
     free(matrix);
     free(mine);

@@ -28,7 +28,7 @@
 enum prof_kind { PROF_P2P, PROF_WAIT, PROF_COLL, PROF_ICOLL, PROF_START, PROF_INIT };
 
 enum prof_call {
-#define X(KIND, NAME, P, A, B, PEER, COMM) PROF_ID_##NAME,
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) PROF_ID_##NAME,
 #define XP X
 #include "calls.def"
 #undef X
@@ -49,6 +49,7 @@ struct prof_state {
     int rank, size;
     double t_init, t_final;      /* prof_now() units until prof_finish, then seconds */
     double mono_init;            /* CLOCK_MONOTONIC seconds at t_init */
+    double scale;                /* seconds a prof_now() unit (set by prof_finish) */
     double time_kind[6];
     double sync_time;
     struct prof_call_stats call[PROF_NCALLS];
@@ -120,6 +121,23 @@ static inline void prof_record(enum prof_call id, enum prof_kind kind, double t,
     if (peer >= 0)
         prof_matrix_add(peer, comm, bytes);
 }
+
+/* Call sites (sites.c): 0 off, else the return addresses kept a site (1: the caller's only;
+ * MPIOPT_PROFILE_STACK=N: N more). Only a wrapper that finds it set calls prof_site_record. */
+#define PROF_SITE_FRAMES 9
+extern int prof_sites;
+void prof_sites_start(void);
+void prof_site_record(enum prof_call id, const void *caller, double t, uint64_t bytes);
+void prof_sites_to_seconds(double scale);
+
+/* The timeline (trace.c): MPIOPT_PROFILE_TRACE=1. Only a wrapper that finds prof_trace set
+ * calls prof_trace_call. */
+extern int prof_trace;
+void prof_trace_start(void);    /* in prof_start: a barrier, the common zero of the ranks' clocks */
+void prof_trace_stop(void);     /* in prof_finish: a barrier, the common end */
+void prof_trace_call(enum prof_call id, double t0, double t1, uint64_t bytes, int peer,
+                     MPI_Comm comm);
+void prof_trace_region(int index, int begin, double t);
 
 void prof_start(void);          /* after MPI_Init */
 /* Around the vendor's MPI_Init / MPI_Init_thread (C or Fortran): the MPI_Init a Fortran binding

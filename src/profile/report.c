@@ -128,6 +128,67 @@ static void write_papi_json(FILE *f, const struct prof_report *rep)
     fprintf(f, "}}");
 }
 
+static void json_frame(FILE *f, const struct prof_site_frame *fr)
+{
+    fprintf(f, "\"function\": ");
+    json_string(f, fr->function);
+    fprintf(f, ", \"file\": ");
+    json_string(f, fr->file);
+    fprintf(f, ", \"line\": %d, \"module\": ", fr->line);
+    json_string(f, fr->module);
+    fprintf(f, ", \"offset\": %lu, \"debug_info\": %s", fr->offset, fr->debug ? "true" : "false");
+}
+
+/* "sites": the merged call sites, the caller's frame inline, the stack above it in "stack". */
+static void write_sites_json(FILE *f, const struct prof_report *rep)
+{
+    const struct prof_sites *s = rep->sites;
+    if (!s || !s->enabled) {
+        fprintf(f, "{\"enabled\": false}");
+        return;
+    }
+    double mpi = rep->stats[M_MPI].sum;
+    fprintf(f, "{\"enabled\": true, \"frames\": %d, \"resolver\": \"%s\", \"overflow\": %.0f, "
+            "\"capacity_per_thread\": %d, \"list\": [", s->frames, s->resolver, s->overflow,
+            s->capacity);
+    for (int i = 0; i < s->nrows; i++) {
+        const struct prof_site_row *r = &s->rows[i];
+        fprintf(f, "%s\n  {\"call\": \"%s\", ", i ? "," : "", prof_call_names[r->call]);
+        json_frame(f, &r->frame[0]);
+        fprintf(f, ", \"stack\": [");
+        for (int k = 1; k < r->nframes; k++) {
+            fprintf(f, "%s{", k > 1 ? ", " : "");
+            json_frame(f, &r->frame[k]);
+            fprintf(f, "}");
+        }
+        fprintf(f, "], \"count\": ");
+        json_stat(f, &r->count, rep->ranks);
+        fprintf(f, ", \"bytes\": ");
+        json_stat(f, &r->bytes, rep->ranks);
+        fprintf(f, ", \"time\": ");
+        json_stat(f, &r->time, rep->ranks);
+        fprintf(f, ", \"share_of_mpi_time\": %.6g}", mpi > 0 ? r->time.sum / mpi : 0.0);
+    }
+    fprintf(f, "]}");
+}
+
+static void write_trace_json(FILE *f, const struct prof_trace_summary *t)
+{
+    if (!t || !t->enabled) {
+        fprintf(f, "{\"enabled\": false}");
+        return;
+    }
+    fprintf(f, "{\"enabled\": true, \"written\": %s, \"format\": \"otf2\", \"path\": ",
+            t->written ? "true" : "false");
+    json_string(f, t->written ? t->path : "");
+    if (!t->written) {
+        fprintf(f, ", \"reason\": ");
+        json_string(f, t->reason);
+    }
+    fprintf(f, ", \"events_recorded\": %.0f, \"dropped\": %.0f, \"capacity_per_thread\": %.0f}",
+            t->recorded, t->dropped, t->capacity);
+}
+
 int prof_write_json(const struct prof_report *rep, const char *dir)
 {
     char tmp[4096], program[2048];
@@ -193,6 +254,11 @@ int prof_write_json(const struct prof_report *rep, const char *dir)
     fprintf(f, "\n},\n\"papi\": ");
     write_papi_json(f, rep);
     fprintf(f, ",\n");
+    fprintf(f, "\"sites\": ");
+    write_sites_json(f, rep);
+    fprintf(f, ",\n\"trace\": ");
+    write_trace_json(f, rep->trace);
+    fprintf(f, ",\n");
     static const char *const per_rank_keys[4] = {"wall_time", "mpi_time", "compute_time",
                                                  "sync_time"};
     fprintf(f, "\"per_rank\": {");
@@ -232,6 +298,49 @@ static void text_header(FILE *f, const char *title)
 {
     fprintf(f, "\n%s\n\n%-36s %14s %14s %14s %7s %7s %6s\n", title, "", "min", "max", "avg",
             "minPE", "maxPE", "imb%");
+}
+
+/* "file:line", or "module+0xOFFSET" without debug info; and the function (+0xOFFSET then). */
+static void site_where(const struct prof_site_frame *fr, char *where, size_t wsize, char *fn,
+                       size_t fsize)
+{
+    const char *base = strrchr(fr->file, '/'), *mod = strrchr(fr->module, '/');
+    if (fr->debug) {
+        snprintf(where, wsize, "%s:%d", base ? base + 1 : fr->file, fr->line);
+        snprintf(fn, fsize, "%s", fr->function);
+    } else {
+        snprintf(where, wsize, "%s (no debug info)", mod ? mod + 1 : fr->module);
+        snprintf(fn, fsize, "%s+0x%lx", fr->function, fr->offset);
+    }
+}
+
+#define TEXT_SITES 30
+
+static void write_sites_text(FILE *f, const struct prof_report *rep)
+{
+    const struct prof_sites *s = rep->sites;
+    if (!s || !s->enabled)
+        return;
+    double mpi = rep->stats[M_MPI].sum;
+    fprintf(f, "\nTop call sites (%d of %d by time summed over ranks; resolved with %s%s)\n\n",
+            s->nrows < TEXT_SITES ? s->nrows : TEXT_SITES, s->nrows, s->resolver,
+            s->frames > 1 ? "; the stack above each site in mpiopt-profile.json" : "");
+    if (s->overflow > 0)
+        fprintf(f, "  %.0f calls not counted by site: a thread's table of %d sites was full\n\n",
+                s->overflow, s->capacity);
+    fprintf(f, "%-22s %-28s %-28s %10s %12s %12s %12s %12s %6s %6s %6s\n", "call", "file:line",
+            "function", "count avg", "bytes avg", "time min", "time max", "time avg", "minPE",
+            "maxPE", "%MPI");
+    for (int i = 0; i < s->nrows && i < TEXT_SITES; i++) {
+        const struct prof_site_row *r = &s->rows[i];
+        char where[96], fn[96];
+        site_where(&r->frame[0], where, sizeof where, fn, sizeof fn);
+        fprintf(f, "%-22s %-28s %-28s %10.0f %12.0f %12.6f %12.6f %12.6f %6d %6d %6.1f\n",
+                prof_call_names[r->call], where, fn, r->count.sum / rep->ranks,
+                r->bytes.sum / rep->ranks, r->time.min, r->time.max, r->time.sum / rep->ranks,
+                (int)r->time.min_pe, (int)r->time.max_pe,
+                mpi > 0 ? 100.0 * r->time.sum / mpi : 0.0);
+    }
 }
 
 int prof_write_text(const struct prof_report *rep, const char *dir)
@@ -286,5 +395,13 @@ int prof_write_text(const struct prof_report *rep, const char *dir)
     } else {
         fprintf(f, "\nPAPI summary\n\n  unavailable: %s\n", papi_reason(rep));
     }
+    write_sites_text(f, rep);
+    const struct prof_trace_summary *t = rep->trace;
+    if (t && t->enabled && t->written)
+        fprintf(f, "\nTrace (OTF2): %s/traces.otf2, %.0f calls and region marks recorded, %.0f "
+                "dropped (%.0f a thread fit: MPIOPT_PROFILE_TRACE_EVENTS)\n", t->path, t->recorded,
+                t->dropped, t->capacity);
+    else if (t && t->enabled)
+        fprintf(f, "\nTrace: not written: %s\n", t->reason);
     return commit(f, tmp, dir, "mpiopt-profile.txt");
 }

@@ -15,9 +15,9 @@ struct prof_region prof_regions[PROF_MAX_REGIONS];
 int prof_nregions;
 
 const char *const prof_call_names[PROF_NCALLS] = {
-#define X(KIND, NAME, P, A, B, PEER, COMM) "MPI_" #NAME,
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) "MPI_" #NAME,
 #ifdef PROF_PERSISTENT_COLL_PREFIX
-#define XP(KIND, NAME, P, A, B, PEER, COMM) PROF_PERSISTENT_COLL_PREFIX #NAME,
+#define XP(KIND, NAME, P, A, B, PEER, COMM, TPEER) PROF_PERSISTENT_COLL_PREFIX #NAME,
 #else
 #define XP X
 #endif
@@ -27,7 +27,7 @@ const char *const prof_call_names[PROF_NCALLS] = {
 };
 
 const enum prof_kind prof_call_kinds[PROF_NCALLS] = {
-#define X(KIND, NAME, P, A, B, PEER, COMM) PROF_##KIND,
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) PROF_##KIND,
 #define XP X
 #include "calls.def"
 #undef X
@@ -289,6 +289,7 @@ static void to_seconds(double scale)
         prof_regions[i].time *= scale;
         prof_regions[i].mpi_time *= scale;
     }
+    prof_sites_to_seconds(scale);
 }
 
 void prof_start(void)
@@ -300,7 +301,10 @@ void prof_start(void)
     prof.matrix_bytes = calloc((size_t)prof.size, sizeof *prof.matrix_bytes);
     prof.matrix_msgs = calloc((size_t)prof.size, sizeof *prof.matrix_msgs);
     prof_papi_start();
+    prof_sites_start();
     prof_use_tsc = tsc_trusted();
+    /* on prof_now()'s clock, chosen just above; its barrier before the measured interval */
+    prof_trace_start();
     prof.mono_init = prof_monotonic();
     prof.t_init = prof_now();
     prof.active = 1;
@@ -324,13 +328,15 @@ void prof_finish(void)
 {
     prof.t_final = prof_now();
     double seconds = prof_monotonic() - prof.mono_init;
+    prof_trace_stop();          /* its barrier after the measured interval */
     prof_papi_stop();
     for (int i = prof_nregions - 1; i >= 0; i--)
         if (prof_regions[i].open)
             mpiopt_region_end(prof_regions[i].name);
     prof.active = 0;
     double units = prof.t_final - prof.t_init;
-    to_seconds(prof_use_tsc && units > 0 ? seconds / units : 1.0);
+    prof.scale = prof_use_tsc && units > 0 ? seconds / units : 1.0;
+    to_seconds(prof.scale);
     prof_write_report();
 }
 
@@ -357,6 +363,8 @@ void mpiopt_region_begin(const char *name)
         return;
     r->open = 1;
     r->t_begin = prof_now();
+    if (prof_trace)
+        prof_trace_region((int)(r - prof_regions), 1, r->t_begin);
     r->mpi_begin = prof_mpi_time();
     open_stack[open_depth++] = (int)(r - prof_regions);
 }
@@ -372,7 +380,10 @@ void mpiopt_region_end(const char *name)
         return;
     r->open = 0;
     r->count++;
-    r->time += prof_now() - r->t_begin;
+    double now = prof_now();
+    if (prof_trace)
+        prof_trace_region((int)(r - prof_regions), 0, now);
+    r->time += now - r->t_begin;
     r->mpi_time += prof_mpi_time() - r->mpi_begin;
     for (int i = open_depth - 1; i >= 0; i--)
         if (open_stack[i] == (int)(r - prof_regions)) {

@@ -16,7 +16,7 @@
 #define PRE_START(comm)
 #define PRE_INIT(comm)
 
-#define WRAPPER(KIND, PREFIX, NAME, PARAMS, ARGS, BYTES, PEER, COMM)            \
+#define WRAPPER(KIND, PREFIX, NAME, PARAMS, ARGS, BYTES, PEER, COMM, TPEER)          \
     int PREFIX##NAME PARAMS                                                     \
     {                                                                           \
         static int (*next) PARAMS;                                              \
@@ -29,18 +29,23 @@
         double t0 = prof_now();                                                 \
         int rc = next ARGS;                                                     \
         double t = prof_now() - t0;                                             \
-        prof_record(PROF_ID_##NAME, PROF_##KIND, t, BYTES, PEER, COMM);         \
+        uint64_t bytes = BYTES;                                                 \
+        prof_record(PROF_ID_##NAME, PROF_##KIND, t, bytes, PEER, COMM);         \
+        if (prof_sites)                                                         \
+            prof_site_record(PROF_ID_##NAME, __builtin_return_address(0), t, bytes); \
+        if (prof_trace)                                                         \
+            prof_trace_call(PROF_ID_##NAME, t0, t0 + t, bytes, TPEER, COMM);    \
         prof_depth = 0;                                                         \
         return rc;                                                              \
     }
 
-#define X(KIND, NAME, P, A, B, PEER, COMM) WRAPPER(KIND, MPI_, NAME, P, A, B, PEER, COMM)
+#define X(KIND, NAME, P, A, B, PEER, COMM, TPEER) WRAPPER(KIND, MPI_, NAME, P, A, B, PEER, COMM, TPEER)
 #if MPI_VERSION >= 4
-#define XP(KIND, NAME, P, A, B, PEER, COMM) WRAPPER(KIND, MPI_, NAME, P, A, B, PEER, COMM)
+#define XP(KIND, NAME, P, A, B, PEER, COMM, TPEER) WRAPPER(KIND, MPI_, NAME, P, A, B, PEER, COMM, TPEER)
 #elif defined(PROF_HAVE_PERSISTENT_COLL)
-#define XP(KIND, NAME, P, A, B, PEER, COMM) WRAPPER(KIND, MPIX_, NAME, P, A, B, PEER, COMM)
+#define XP(KIND, NAME, P, A, B, PEER, COMM, TPEER) WRAPPER(KIND, MPIX_, NAME, P, A, B, PEER, COMM, TPEER)
 #else
-#define XP(KIND, NAME, P, A, B, PEER, COMM)
+#define XP(KIND, NAME, P, A, B, PEER, COMM, TPEER)
 #endif
 #include "calls.def"
 #undef X

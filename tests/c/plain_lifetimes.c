@@ -29,8 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* MPI-4's persistent collectives; Open MPI 4.1 has them as MPIX_ (its pcollreq extension) */
-#if MPI_VERSION < 4 && defined(OMPI_MAJOR_VERSION)
+/* MPI-4's persistent collectives; Open MPI 4.1 has them as MPIX_ (its pcollreq extension), and
+ * Open MPI 5.0, which says MPI 3.1, as MPI_ (CMake's check: MPIOPT_HAVE_PERSISTENT_COLL) */
+#if MPI_VERSION < 4 && defined(OMPI_MAJOR_VERSION) && !defined(MPIOPT_HAVE_PERSISTENT_COLL)
 #include <mpi-ext.h>
 #define MPI_Allreduce_init MPIX_Allreduce_init
 #define MPI_Reduce_init MPIX_Reduce_init

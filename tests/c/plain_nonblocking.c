@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     check(rank != size - 1 || is_sum(out[0], 50, n), "MPI_Ireduce to the last rank");
     check(is_sum(out[1], 51, n), "MPI_Test loop");
 
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
 #define ALLREDUCE_INIT MPI_Allreduce_init
 #elif defined(OMPI_MAJOR_VERSION)
 #include <mpi-ext.h>

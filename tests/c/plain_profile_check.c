@@ -106,9 +106,10 @@ int main(int argc, char **argv)
         MPI_Comm_free(&reversed);
         free(s);
         free(r);
-#if MPI_VERSION >= 4 || (defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL) || \
+    (defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ)
         double x = rank, y;
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
         MPI_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
 #else
         MPIX_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req);

@@ -31,11 +31,13 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    const int counts[] = {1, 7, 100, 1000, 5000};   /* 5000: shared memory in 5 pieces */
+    /* 5000: shared memory in 5 pieces, reduce-scattered; 30001: read where it is (single_copy.c)
+     * where the ranks can read each other */
+    const int counts[] = {1, 7, 100, 1000, 5000, 30001};
     MPI_Op ops[] = {MPI_SUM, MPI_PROD};
     int checks = 0, differ = 0;
     srand(12345u + 7919u * (unsigned)rank);
-    for (int ci = 0; ci < 5; ci++)
+    for (int ci = 0; ci < (int)(sizeof counts / sizeof counts[0]); ci++)
         for (int oi = 0; oi < 2; oi++) {
             int n = counts[ci];
             double *in = malloc(sizeof(double) * n), *ra = malloc(sizeof(double) * n),

@@ -163,6 +163,9 @@ def test_mpiopt_bench_allreduce_writes_table_plot_json(tmp_path):
         assert set(summary["vendor_over_auto"]) == {"8", "16", "32", "64", "128"}
         assert summary["oversubscribed"] is (2 > os.cpu_count())
         assert isinstance(summary["bar_holds"], bool) or summary["oversubscribed"]
+        ratios = summary["vendor_over_auto"].values()
+        assert summary["min"] == pytest.approx(min(ratios), abs=1e-3)
+        assert set(summary["vendor_over_auto_slowest"]) == set(summary["vendor_over_auto"])
     # the hand-off overhead: both operations on MPI_COMM_SELF and MPI_COMM_WORLD
     overhead = out["overhead"]
     assert {(o["operation"], o["comm"]) for o in overhead} == \
@@ -186,7 +189,11 @@ def test_mpiopt_bench_allreduce_table_for_people(tmp_path):
                "--iterations", "2", "--warmup", "0", "--results", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "MPI_Allreduce" in r.stdout and "MPI_Reduce," in r.stdout
-    assert "vendor/auto" in r.stdout and "bar (auto" in r.stdout
+    assert "vendor/auto" in r.stdout and "bar (vendor/auto on OSU's figure >= 0.95x" in r.stdout
+    assert "OSU's figure" in r.stdout and "slowest rank: vendor/auto" in r.stdout
+    # the headline: one row per vendor and operation
+    assert "auto against every vendor measured" in r.stdout
+    assert re.search(rf"{FLAVOURS[0]}\s.*allreduce\s.*\b2\b", r.stdout)
     assert "hand-off overhead" in r.stdout
     # piped (as here), a table keeps whole cells: no "…" from squeezing it to 80 columns
     assert "…" not in r.stdout
@@ -205,7 +212,8 @@ def test_oversubscribed_runs_are_labelled_and_count_towards_no_bar(tmp_path):
                "--operations", "allreduce", "--no-overhead", "--iterations", "2", "--warmup", "0",
                "--results", str(tmp_path))
     assert "OVERSUBSCRIBED" in r.stdout and "not a speed-up" in r.stdout
-    assert "bar (auto" not in r.stdout
+    assert "bar (vendor/auto" not in r.stdout
+    assert "oversubscribed: not a speed-up" in r.stdout   # the headline row too
 
 
 @pytest.mark.parametrize("args, message", [
@@ -216,9 +224,42 @@ def test_oversubscribed_runs_are_labelled_and_count_towards_no_bar(tmp_path):
     (["--flavour", "lam"], "unknown MPI flavour"),
     (["--iterations", "0"], "at least 1"),
     (["--operations", "allgather"], "bad --operations"),
+    (["--mpi", "/nonexistent/mpi"], "is not an MPI installation: no bin/mpicc"),
 ])
 def test_mpiopt_bench_allreduce_bad_input_writes_nothing(tmp_path, args, message):
     r = mpiopt("bench", "allreduce", "--results", str(tmp_path / "res"), *args)
     assert r.returncode == 2
     assert message in r.stderr
     assert not (tmp_path / "res").exists()
+
+
+def test_mpi_header_names_the_installation():
+    assert mpi.describe_mpi_header('#define MPICH_VERSION "3.4a2"\n#define I_MPI_VERSION "2021.15.0"\n') \
+        == ("mpich", "intel-mpi-2021.15.0")
+    assert mpi.describe_mpi_header("#define OMPI_MAJOR_VERSION 5\n#define OMPI_MINOR_VERSION 0\n"
+                                   "#define OMPI_RELEASE_VERSION 11\n") == ("openmpi", "openmpi-5.0.11")
+    assert mpi.describe_mpi_header('#define MPICH_VERSION "5.0.2"\n') == ("mpich", "mpich-5.0.2")
+    assert mpi.describe_mpi_header("int x;\n") is None
+
+
+PYPI_MPICH = mpi.repo_root() / "build" / "mpis" / "mpich"
+
+
+@needs_build
+@pytest.mark.skipif(not (PYPI_MPICH / "bin" / "mpicc").exists(),
+                    reason="no MPI in build/mpis/mpich (make test-mpis installs MPICH 5 from PyPI)")
+def test_bench_against_an_installed_mpi(tmp_path):
+    """--mpi PREFIX: mpiopt built for that MPI in build/NAME, run with its own mpiexec, and the
+    runs and headline named after it (no Debian MPI without --flavour)."""
+    r = mpiopt("bench", "allreduce", "-np", "2", "--mpi", str(PYPI_MPICH), "--sizes", "8,64K",
+               "--algorithms", "vendor,auto", "--operations", "allreduce", "--no-overhead",
+               "--iterations", "3", "--warmup", "0", "--validate", "--results", str(tmp_path),
+               "--json", timeout=1800)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    (run,) = out["runs"]
+    assert run["flavour"].startswith("mpich-5") and "MPICH" in run["mpi_library"]
+    assert all(row["errors"] == 0 for row in run["results"])
+    (summary,) = out["summary"]
+    assert summary["flavour"] == run["flavour"] and set(summary["vendor_over_auto"]) == {"8", "65536"}
+    assert (mpi.repo_root() / "build" / run["flavour"] / "lib" / "libmpiopt.so").exists()

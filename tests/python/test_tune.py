@@ -48,7 +48,7 @@ def test_fit_recovers_the_parameters_of_the_cost_model():
     alpha, beta, gamma = 3e-6, 2e-10, 5e-11
     docs = []
     for p in (2, 3, 4, 8):
-        times = {n: {a: 1e6 * model.seconds(a, p, n, alpha, beta, gamma) for a in model.algorithms}
+        times = {n: {a: 1e6 * model.seconds(a, p, n, alpha, beta, gamma) for a in model.flat_algorithms}
                  for n in (8, 1024, 65536, 1 << 20, 1 << 24)}
         docs.append(doc(p, times))
     fit = tune.fit_model(docs, model)

@@ -72,6 +72,18 @@ def test_reduce_examples_check_every_variant(flavour, name, tmp_path):
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_reduce_example_local_checks_every_variant(flavour, tmp_path):
+    """--local: the op alone through MPI_Reduce_local on one rank; the example checks each sum"""
+    require_build(flavour)
+    exe = build_example(flavour, tmp_path, "user_op_reduce")
+    r = mpi.run(flavour, 1, [exe, "--local", "--count", "300007", "--reps", "2"], timeout=120,
+                bind_none=True)
+    assert r.returncode == 0, r.stdout + r.stderr[-2000:]
+    rows = dict(line.split() for line in r.stdout.splitlines() if len(line.split()) == 2)
+    assert set(rows) == {"mpi_sum", "serial", "vectorized", "threaded"}, r.stdout
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_overlap_example_reports_thread_level_and_times(flavour, tmp_path):
     require_build(flavour)
     exe = build_example(flavour, tmp_path, "user_op_overlap")
@@ -92,6 +104,8 @@ def test_bench_user_op_json(mpiopt, tmp_path):
     data = json.loads(r.stdout)
     assert {row["flavour"] for row in data["rows"]} == set(mpi.built_flavours())
     assert all(set(row["reduce"]) == set(user_op_bench.VARIANTS) for row in data["rows"])
+    assert all(set(row["local"]) == set(user_op_bench.VARIANTS) for row in data["rows"])
+    assert any(c["what"].endswith("op alone: threaded vs serial") for c in data["bar"])
     assert (tmp_path / "user_op.png").stat().st_size > 0
 
 

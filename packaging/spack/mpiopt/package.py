@@ -42,6 +42,11 @@ class Mpiopt(CMakePackage):
     depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.18:", type="build")
     depends_on("mpi")
+    # the profiler's call sites (resolved with libdw) and timeline (written as OTF2); both
+    # optional in CMakeLists.txt, wanted here
+    depends_on("elfutils", when="+profiler")
+    depends_on("otf2", when="+profiler")
+    depends_on("pkgconfig", type="build", when="+profiler")
 
     # GNU C: target attributes, per-target kernel flags (-march=x86-64-v3/v4), GCC's
     # vectorizer parameters

@@ -67,14 +67,21 @@ def fill_args(argv: list[str], p: int, dims: list[int], size: int | None, weak: 
         local = [size if weak else max(1, size // d) for d in dims]
         values.update({f"local{i}": edge for i, edge in enumerate(local)})
         values.update({"local": local[-1], "local_bytes": 8 * local[-1]})
+    return substitute(argv, values, None if size is not None else
+                      ("local", "give --size"))
+
+
+def substitute(argv: list[str], values: dict, missing_hint: tuple[str, str] | None = None) -> list[str]:
+    """{name} in the program's arguments -> values[name]; missing_hint = (prefix, advice) for a
+    placeholder that exists but needs an option."""
     out = []
     for a in argv:
         try:
             out.append(a.format(**values))
         except (KeyError, IndexError) as e:
             name = str(e.args[0])
-            if size is None and name.startswith("local"):
-                raise UsageError(f"argument {a!r} uses {{{name}}}: give --size") from None
+            if missing_hint and name.startswith(missing_hint[0]):
+                raise UsageError(f"argument {a!r} uses {{{name}}}: {missing_hint[1]}") from None
             raise UsageError(f"argument {a!r}: unknown placeholder {e}") from None
         except ValueError as e:    # a lone { or }: write {{ or }} for a brace itself
             raise UsageError(f"argument {a!r}: {e} (write {{{{ or }}}} for a brace)") from None
@@ -91,17 +98,20 @@ def step_time(output: str, regex: str | None, wall: float) -> float:
     return float(m.group(1) if m.groups() else m.group(0))
 
 
-def build_source(source: Path, compiler: str, workdir: Path) -> Path:
+def build_source(source: Path, compiler: str, workdir: Path, flags: tuple[str, ...] = ()) -> Path:
     exe = workdir / source.stem
-    r = subprocess.run([compiler, "-O2", "-o", str(exe), str(source)], capture_output=True, text=True)
+    r = subprocess.run([compiler, "-O2", *flags, "-o", str(exe), str(source)], capture_output=True,
+                       text=True)
     if r.returncode != 0:
         raise UsageError(f"{compiler} failed on {source}:\n{r.stderr[-2000:]}")
     return exe
 
 
-def run_real(flavour: str, exe: Path, argv: list[str], p: int, timeout: float) -> tuple[str, float]:
+def run_real(flavour: str, exe: Path, argv: list[str], p: int, timeout: float,
+             env: dict | None = None, launcher_args: list[str] | None = None) -> tuple[str, float]:
     t0 = time.perf_counter()
-    r = mpi.run(flavour, p, [str(exe), *argv], timeout=timeout)
+    r = mpi.run(flavour, p, [str(exe), *argv], timeout=timeout, env=env,
+                launcher_args=launcher_args)
     wall = time.perf_counter() - t0
     if r.returncode != 0:
         raise RuntimeError(f"{exe.name} on {p} ranks failed (exit {r.returncode}):\n"
@@ -123,12 +133,13 @@ def run_simulated(exe: Path, argv: list[str], p: int, ppn: int, platform: str, w
     return r.stdout, sim if sim is not None else float("nan")
 
 
-def executable(program: Path, simulate: bool, flavour: str | None, workdir: Path) -> Path:
+def executable(program: Path, simulate: bool, flavour: str | None, workdir: Path,
+               flags: tuple[str, ...] = ()) -> Path:
     """The program to run: a .c file compiled (smpicc, or the MPI's mpicc), or as given."""
     if program.suffix == ".c":
         if not program.exists():
             raise UsageError(f"source {program} does not exist")
-        return build_source(program, "smpicc" if simulate else f"mpicc.{flavour}", workdir)
+        return build_source(program, "smpicc" if simulate else f"mpicc.{flavour}", workdir, flags)
     if not (program.exists() and os.access(program, os.X_OK)):
         raise UsageError(f"program {program} does not exist or is not executable")
     return program

@@ -24,6 +24,8 @@ VARIANTS = ["mpi_sum", "serial", "vectorized", "threaded"]
 # issue 11: vectorized >= 1.0x MPI_SUM, threaded >= 1.5x serial, overlapped <= 0.8x sequential
 BAR = [("vectorized vs MPI_SUM", "mpi_sum", "vectorized", 1.0),
        ("threaded vs serial", "serial", "threaded", 1.5)]
+# issue 23: the op alone (MPI_Reduce_local on one rank, default chunking) threaded >= 1.5x serial
+LOCAL_BAR = [("op alone: threaded vs serial", "serial", "threaded", 1.5)]
 OVERLAP_BAR = 0.8
 
 
@@ -70,6 +72,12 @@ def measure(flavour: str, out_dir: Path, count: int, threads: int, reps: int) ->
     if r.returncode != 0:
         raise RuntimeError(f"user_op_reduce under {flavour} failed: {r.stderr[-1000:]}")
     reduce_times = _pairs(r.stdout)
+    # the op alone, as MPI_Reduce_local on one rank: what the threads give without messages
+    r = mpi.run(flavour, 1, [exe, "--local", "--count", str(count), "--reps", str(reps)], env=env,
+                bind_none=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"user_op_reduce --local under {flavour} failed: {r.stderr[-1000:]}")
+    local_times = _pairs(r.stdout)
     exe = build_example(flavour, out_dir, "user_op_overlap")
     r = mpi.run(flavour, 2, [exe, "--count", str(count), "--reps", str(max(1, reps // 2))], env=env,
                 bind_none=True)
@@ -77,17 +85,17 @@ def measure(flavour: str, out_dir: Path, count: int, threads: int, reps: int) ->
         raise RuntimeError(f"user_op_overlap under {flavour} failed: {r.stderr[-1000:]}")
     level = next((l.split()[2] for l in r.stdout.splitlines() if l.startswith("thread level")), "?")
     return {"flavour": flavour, "count": count, "threads": threads, "reduce": reduce_times,
-            "overlap": {**_pairs(r.stdout), "thread_level": level}}
+            "local": local_times, "overlap": {**_pairs(r.stdout), "thread_level": level}}
 
 
 def bar_checks(rows: list[dict]) -> list[dict]:
     checks = []
     for row in rows:
-        t = row["reduce"]
-        for what, base, new, need in BAR:
-            got = t[base] / t[new]
-            checks.append({"what": f"{row['flavour']}: {what}", "measured": got, "required": f"≥ {need}×",
-                           "ok": got >= need})
+        for times, bar in ((row["reduce"], BAR), (row["local"], LOCAL_BAR)):
+            for what, base, new, need in bar:
+                got = times[base] / times[new]
+                checks.append({"what": f"{row['flavour']}: {what}", "measured": got,
+                               "required": f"≥ {need}×", "ok": got >= need})
         o = row["overlap"]
         got = o["overlapped"] / o["sequential"]
         checks.append({"what": f"{row['flavour']}: overlapped / reduce-then-work", "measured": got,
@@ -115,6 +123,18 @@ def plot(rows: list[dict], path: Path) -> None:
     tmp.replace(path)
 
 
+def times_table(Table, title: str, rows: list[dict], key: str, ratios: list[tuple[str, str]]):
+    """ms per call of every variant in row[key], and the speed-ups base/new named in ratios."""
+    table = Table(title=title)
+    for col in ["MPI"] + VARIANTS + [f"{new}/{base}" for base, new in ratios]:
+        table.add_column(col, justify="left" if col == "MPI" else "right")
+    for row in rows:
+        t = row[key]
+        table.add_row(row["flavour"], *[f"{t[v] * 1e3:.1f}" for v in VARIANTS],
+                      *[f"{t[base] / t[new]:.2f}×" for base, new in ratios])
+    return table
+
+
 def run(args) -> int:
     count = parse_size(args.count, minimum=1)
     if count >= 2**31:
@@ -138,14 +158,12 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"rows": rows, "bar": checks}, indent=1))
         return 0
-    table = Table(title=f"MPI_Reduce of {count} floats, 2 ranks unbound: ms per call")
-    for col in ["MPI"] + VARIANTS + ["vectorized/MPI_SUM", "threaded/serial"]:
-        table.add_column(col, justify="left" if col == "MPI" else "right")
-    for row in rows:
-        t = row["reduce"]
-        table.add_row(row["flavour"], *[f"{t[v] * 1e3:.1f}" for v in VARIANTS],
-                      f"{t['mpi_sum'] / t['vectorized']:.2f}×", f"{t['serial'] / t['threaded']:.2f}×")
-    console.print(table)
+    for key, title, ratios in (
+            ("reduce", f"MPI_Reduce of {count} floats, 2 ranks unbound: ms per call",
+             [("mpi_sum", "vectorized"), ("serial", "threaded")]),
+            ("local", f"The op alone: MPI_Reduce_local of {count} floats, 1 rank unbound: ms per call",
+             [("vectorized", "threaded"), ("serial", "threaded")])):
+        console.print(times_table(Table, title, rows, key, ratios))
     overlap = Table(title="Reduction as a priority task beside a taskloop: seconds")
     for col in ("MPI", "thread level", "reduce", "work", "reduce then work", "overlapped", "ratio"):
         overlap.add_column(col, justify="left" if col in ("MPI", "thread level") else "right")
@@ -155,7 +173,7 @@ def run(args) -> int:
                         f"{o['sequential']:.3f}", f"{o['overlapped']:.3f}",
                         f"{o['overlapped'] / o['sequential']:.2f}×")
     console.print(overlap)
-    bar = Table(title="Bar (issue 11)")
+    bar = Table(title="Bar (issues 11 and 23)")
     for col in ("check", "measured", "required", ""):
         bar.add_column(col)
     for c in checks:

@@ -122,7 +122,7 @@ def run(args) -> int:
 
     console = report_console()
     for p in args.ranks:
-        _print_table(console, [r for r in rows if r["ranks"] == p], model.algorithms, titles[p])
+        _print_table(console, [r for r in rows if r["ranks"] == p], model.flat_algorithms, titles[p])
     return 0
 
 

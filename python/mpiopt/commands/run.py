@@ -196,6 +196,7 @@ def run(args) -> int:
                              lib=lib)
         if profile_dir is not None:
             env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
+            env.update(getattr(args, "profile_env", {}))
         if getattr(args, "report", False):
             env["MPIOPT_REPORT"] = "1"
         if _slurm.in_allocation(os.environ) and not args.no_srun:

@@ -35,8 +35,8 @@ class HaloPattern:
         self.grid, self.stencil, self.periodic = grid, stencil, periodic
         coords = grid.all_coords()
         dims = np.array(grid.dims, dtype=np.int64)[:, None]
-        src, dst = [], []
-        for off in offsets:
+        src, dst, kind = [], [], []
+        for k, off in enumerate(offsets):
             to = coords + off[:, None]
             if periodic:
                 to %= dims
@@ -45,8 +45,11 @@ class HaloPattern:
                 keep = np.all((to >= 0) & (to < dims), axis=0)
             src.append(np.flatnonzero(keep) if not periodic else np.arange(grid.size))
             dst.append(grid.rank_of(to[:, keep]))
+            kind.append(np.full(dst[-1].size, k, dtype=np.int64))
+        self.offsets = offsets
         self.src = np.concatenate(src)
         self.dst = np.concatenate(dst)
+        self.kind = np.concatenate(kind)     # which offset each message goes along
 
     def off_node(self, node_of_rank: np.ndarray) -> tuple[int, int]:
         """(off-node messages, largest number of off-node messages sent by one node)."""
@@ -55,6 +58,21 @@ class HaloPattern:
         off = from_node != node[self.dst]
         per_node = np.bincount(from_node[off], minlength=int(node.max()) + 1)
         return int(off.sum()), int(per_node.max()) if per_node.size else 0
+
+    def weighted_traffic(self, node_of_rank: np.ndarray, bytes_per_offset) -> dict:
+        """Bytes when a message's size depends on its direction (a non-square block sends longer
+        faces one way than the other): bytes_per_offset[k] for self.offsets[k]."""
+        node = np.asarray(node_of_rank)
+        size = np.asarray(bytes_per_offset, dtype=np.int64)[self.kind]
+        from_node = node[self.src]
+        off = from_node != node[self.dst]
+        per_node_bytes = np.bincount(from_node[off], weights=size[off], minlength=int(node.max()) + 1)
+        per_node_msgs = np.bincount(from_node[off], minlength=int(node.max()) + 1)
+        return {"bytes_total": int(size.sum()), "bytes_off_node": int(size[off].sum()),
+                "max_node_off_node_bytes": int(per_node_bytes.max()),
+                "max_node_off_node_messages": int(per_node_msgs.max()),
+                "max_rank_bytes": int(np.bincount(self.src, weights=size).max(initial=0)),
+                "max_rank_messages": int(np.bincount(self.src).max(initial=0))}
 
     def stats(self, placement: Placement, nbytes: int) -> dict:
         if placement.nranks != self.grid.size:

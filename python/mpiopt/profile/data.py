@@ -84,6 +84,14 @@ def load(path: str | Path) -> Profile:
     for name, call in data["calls"].items():
         for key in ("calls", "time", "bytes", "avg_bytes"):
             _check_stat(path, f"calls.{name}.{key}", call.get(key) if isinstance(call, dict) else None)
+    sites = data.get("sites", {"enabled": False})
+    if not isinstance(sites, dict) or not isinstance(sites.get("list", []), list):
+        raise ProfileError(f"{path}: sites is not an object with a list")
+    for i, site in enumerate(sites.get("list", [])):
+        if not isinstance(site, dict) or any(k not in site for k in ("call", "function", "file", "line")):
+            raise ProfileError(f"{path}: sites.list[{i}] lacks call, function, file or line")
+        for key in ("count", "bytes", "time"):
+            _check_stat(path, f"sites.list[{i}].{key}", site.get(key))
     n = data["ranks"]
     for key, values in data["per_rank"].items():
         if not isinstance(values, list) or len(values) != n:

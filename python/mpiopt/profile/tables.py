@@ -125,3 +125,47 @@ def top_ranks(p: Profile, n: int) -> dict[str, list[dict]]:
         out[key] = [{"rank": int(r), key: float(values[r]),
                      "wall_time": float(p.per_rank("wall_time")[r])} for r in order]
     return out
+
+
+def _where(frame: dict) -> str:
+    """file:line of a frame, or module (no debug info): what the report prints in `file:line`."""
+    if frame.get("debug_info"):
+        return f"{frame['file'].rsplit('/', 1)[-1]}:{frame['line']}"
+    return f"{frame['module'].rsplit('/', 1)[-1]} (no debug info)"
+
+
+def _function(frame: dict) -> str:
+    return frame["function"] if frame.get("debug_info") else f"{frame['function']}+0x{frame['offset']:x}"
+
+
+def site_rows(p: Profile) -> list[dict]:
+    """The call sites of a profile taken with --sites, by time summed over ranks (largest first):
+    call, where (file:line), function, the stack above (as "function where"), count, bytes and
+    time (min/max/avg/min_pe/max_pe over ranks) and share of MPI time. [] without --sites."""
+    sites = p.data.get("sites") or {}
+    rows = []
+    for s in sites.get("list", []):
+        rows.append({"call": s["call"], "where": _where(s), "function": _function(s),
+                     "file": s["file"], "line": s["line"], "debug_info": s["debug_info"],
+                     "stack": [f"{_function(f)} {_where(f)}" for f in s.get("stack", [])],
+                     "count": s["count"], "bytes": s["bytes"], "time": s["time"],
+                     "share_of_mpi_time": s["share_of_mpi_time"]})
+    return rows
+
+
+def site_key(row: dict) -> tuple:
+    """What makes two profiles' sites the same: call, line, function and the stack above."""
+    return (row["call"], row["where"], row["function"], tuple(row["stack"]))
+
+
+def compare_sites(a: Profile, b: Profile) -> list[tuple[tuple, dict | None, dict | None, float | None]]:
+    """Both profiles' sites matched by site_key: (key, site of a, site of b, avg time b / a),
+    in a's order, then the sites only b has."""
+    ra = {site_key(r): r for r in site_rows(a)}
+    rb = {site_key(r): r for r in site_rows(b)}
+    out = []
+    for key in list(ra) + [k for k in rb if k not in ra]:
+        x, y = ra.get(key), rb.get(key)
+        ratio = y["time"]["avg"] / x["time"]["avg"] if x and y and x["time"]["avg"] else None
+        out.append((key, x, y, ratio))
+    return out
