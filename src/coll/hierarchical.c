@@ -90,7 +90,8 @@ static int log2_of(int x)
 }
 
 /* The whole-vector allreduce across nodes by rounds in which each node combines with up to m - 1
- * others at once (whole_allreduce_radix): its predicted seconds. */
+ * others at once (whole_allreduce_radix): its predicted seconds. In a round of r < m nodes the
+ * node's m / r subgroups of r ranks all do the round's work, so m - m/r ranks swap at once. */
 static double radix_cost(const mpiopt_cost_params *intra, const mpiopt_cost_params *P, int nodes,
                          int m, double n)
 {
@@ -100,11 +101,9 @@ static double radix_cost(const mpiopt_cost_params *intra, const mpiopt_cost_para
         return 1e30;    /* one rank a node: no round can take more than one other node */
     for (int shift = 0; shift < ln; shift += lm) {
         int bits = ln - shift < lm ? ln - shift : lm, r = 1 << bits;
-        mpiopt_cost_params inter = level_params(P, 0, r - 1);
-        t += inter.alpha + n * inter.beta;          /* r - 1 ranks swap with other nodes */
+        mpiopt_cost_params inter = level_params(P, 0, m - m / r);
+        t += inter.alpha + n * inter.beta;          /* the swaps with other nodes */
         t += mpiopt_cost_seconds(MPIOPT_ALG_RECURSIVE_DOUBLING, 0, r, n, intra);
-        if (r < m)                                  /* and hand the result to the others */
-            t += intra->alpha + n * intra->beta;
     }
     return t;
 }
@@ -409,8 +408,12 @@ static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, 
  * 0 … r-1 hold the values of the r nodes of its block, local rank j the value of digit d ^ j
  * (d: this node's digit). They allreduce them by recursive doubling in digit order (group member
  * g is local rank g ^ d): every node of the block computes the same bits, in node order, so rank
- * order holds where nodes hold consecutive ranks. Ranks r … m-1 then get the result from rank
- * j mod r. log_m N rounds of one network message each, against log2 N for recursive doubling. */
+ * order holds where nodes hold consecutive ranks. When r < m (the last round), the node's ranks
+ * form m / r subgroups of r consecutive local ranks (q = j / r, place t = j mod r) and every
+ * subgroup does the round alike: (q, t) swaps with (q, t) on the node whose digit differs by t,
+ * and the subgroup's recursive doubling computes the same bits as every other's, so no rank waits
+ * for a hand-off afterwards. log_m N rounds of one network message each, against log2 N for
+ * recursive doubling. */
 static int whole_allreduce_radix(const mpiopt_coll *c, const node_view *v, void *buf,
                                  size_t count)
 {
@@ -428,26 +431,19 @@ static int whole_allreduce_radix(const mpiopt_coll *c, const node_view *v, void 
     for (int shift = 0; rc == MPI_SUCCESS && shift < ln; shift += lm) {
         int bits = ln - shift < lm ? ln - shift : lm, r = 1 << bits;
         int d = (v->node >> shift) & (r - 1);
-        if (v->j < r) {
-            if (v->j > 0) {
-                int other = v->node ^ (v->j << shift);
-                int partner = L->members[L->start[other] + v->j];
-                rc = mpiopt_sendrecv(c, buf, count, partner, theirs, count, partner);
-                if (rc == MPI_SUCCESS)
-                    rc = mpiopt_coll_copy(c, buf, theirs, count * c->extent);
-            }
-            for (int g = 0; g < r; g++)
-                peers[g] = v->local[g ^ d];
-            mpiopt_coll block = group_context(c, peers, r, v->j ^ d, NULL);
+        int base = v->j - v->j % r, t = v->j % r;   /* this rank's subgroup and place in it */
+        if (t > 0) {
+            int other = v->node ^ (t << shift);
+            int partner = L->members[L->start[other] + v->j];
+            rc = mpiopt_sendrecv(c, buf, count, partner, theirs, count, partner);
             if (rc == MPI_SUCCESS)
-                rc = mpiopt_allreduce_recursive_doubling(&block, buf, count);
+                rc = mpiopt_coll_copy(c, buf, theirs, count * c->extent);
         }
-        if (rc == MPI_SUCCESS && r < m) {
-            if (v->j >= r)
-                rc = mpiopt_recv(c, buf, count, v->local[v->j % r]);
-            for (int t = v->j + r; rc == MPI_SUCCESS && v->j < r && t < m; t += r)
-                rc = mpiopt_send(c, buf, count, v->local[t]);
-        }
+        for (int g = 0; g < r; g++)
+            peers[g] = v->local[base + (g ^ d)];
+        mpiopt_coll block = group_context(c, peers, r, t ^ d, NULL);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_allreduce_recursive_doubling(&block, buf, count);
     }
     free(peers);
     mpiopt_scratch_free(theirs);
