@@ -75,8 +75,75 @@ static mpiopt_algorithm flat_algorithm(const mpiopt_cost_params *level, int is_r
 
 /* The two ways of splitting the work (see the top): the predicted seconds of the whole vector
  * on every owner (*whole) and of shares (*shares), for `nodes` nodes of m ranks and n bytes. */
+static int pow2(int x)
+{
+    return x > 0 && (x & (x - 1)) == 0;
+}
+
+/* log2 of a power of two */
+static int log2_of(int x)
+{
+    int l = 0;
+    while ((1 << l) < x)
+        l++;
+    return l;
+}
+
+/* The network part of a whole-vector round that takes `bits` bits of the node number from
+ * `shift` up: m - m/r ranks of each node swap at once with nodes up to (r - 1) << shift away.
+ * With patterns measured for this job (every rank sending to the rank 2^k away, k the farthest
+ * partner's bit), that step's α prices it and its β (all m ranks of a node sending) is scaled to
+ * the ranks that do; else the network's α, β with that many flows. */
+static double round_swap_cost(const mpiopt_cost_params *P, int nodes, int m, int shift, int bits,
+                              double n)
+{
+    int r = 1 << bits, flows = m - m / r, k = shift + bits - 1 + log2_of(m);
+    if (P->exchange_ranks == nodes * m && k < P->exchange_steps && P->step[k].alpha > 0)
+        return P->step[k].alpha + n * P->step[k].beta * flows / m;
+    mpiopt_cost_params inter = level_params(P, 0, flows);
+    return inter.alpha + n * inter.beta;
+}
+
+/* The whole-vector allreduce across nodes by rounds of `lb` bits of the node number (the last
+ * round fewer), each node combining with up to 2^lb - 1 others at once (whole_allreduce_radix):
+ * its predicted seconds. In a round of r < m nodes the node's m / r subgroups of r ranks all do
+ * the round's work. */
+static double radix_cost(const mpiopt_cost_params *intra, const mpiopt_cost_params *P, int nodes,
+                         int m, double n, int lb)
+{
+    int ln = log2_of(nodes);
+    double t = 0;
+    if (lb < 1 || lb > log2_of(m))
+        return 1e30;    /* one rank a node: no round can take more than one other node */
+    for (int shift = 0; shift < ln; shift += lb) {
+        int bits = ln - shift < lb ? ln - shift : lb;
+        t += round_swap_cost(P, nodes, m, shift, bits, n);
+        t += mpiopt_cost_seconds(MPIOPT_ALG_RECURSIVE_DOUBLING, 0, 1 << bits, n, intra);
+    }
+    return t;
+}
+
+/* The bits a round (1 … log2 m) whose rounds cost least, their cost in *t. Fewer rounds mean
+ * fewer network messages in sequence; shorter ones may keep the first rounds' partners near
+ * (under one leaf switch): the measured patterns decide. A function of the model and the layout,
+ * the same on every rank. */
+static int radix_bits(const mpiopt_cost_params *intra, const mpiopt_cost_params *P, int nodes,
+                      int m, double n, double *t)
+{
+    int best = log2_of(m);
+    *t = radix_cost(intra, P, nodes, m, n, best);
+    for (int lb = best - 1; lb >= 1; lb--) {
+        double tl = radix_cost(intra, P, nodes, m, n, lb);
+        if (tl < *t) {
+            *t = tl;
+            best = lb;
+        }
+    }
+    return best;
+}
+
 static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes, int m, double n,
-                          double *whole, double *shares)
+                          int uniform, double *whole, double *shares)
 {
     /* between nodes all m ranks of a node send at once: the whole vector each (allreduce; a
      * reduce's first ranks alone), or a share each */
@@ -87,6 +154,12 @@ static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes,
     flat_algorithm(&intra, is_reduce, m, n, 1, &node_t);
     flat_algorithm(&inter_whole, is_reduce, nodes, n, 1, &net_t);
     *whole = node_t + net_t + (is_reduce ? intra.alpha + n * intra.beta : 0);
+    if (!is_reduce && uniform && m > 1 && nodes > 1 && pow2(m) && pow2(nodes)) {
+        double rounds;
+        radix_bits(&intra, P, nodes, m, n, &rounds);
+        double radix = mpiopt_cost_seconds(MPIOPT_ALG_RECURSIVE_DOUBLING, 0, m, n, &intra) + rounds;
+        *whole = radix < *whole ? radix : *whole;
+    }
     /* shares: halving and doubling inside the node (Rabenseifner's terms), the network on n/m */
     node_t = mpiopt_cost_seconds(MPIOPT_ALG_RABENSEIFNER, is_reduce, m, n, &intra);
     flat_algorithm(&inter, is_reduce, nodes, n / m, 1, &net_t);
@@ -297,7 +370,8 @@ static int whole_vector(const mpiopt_coll *c, const node_view *v, int is_reduce,
 {
     double whole, shares;
     variant_costs(mpiopt_selection_model(), is_reduce, v->L->nodes, v->L->max_ranks,
-                  (double)count * (double)c->extent, &whole, &shares);
+                  (double)count * (double)c->extent, v->L->min_ranks == v->L->max_ranks, &whole,
+                  &shares);
     return whole <= shares;
 }
 
@@ -312,8 +386,23 @@ static int halving_fits(const node_view *v)
 /* The whole vector, allreduce: the node's allreduce by a flat algorithm that leaves the same
  * bits on every rank, then the network's by every group of owners at once. All groups compute
  * the same bits from the same operands, so nothing needs to come back to the node. */
+static int whole_allreduce_radix(const mpiopt_coll *c, const node_view *v, void *buf,
+                                 size_t count, int lb);
+
 static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, size_t count)
 {
+    const mpiopt_node_layout *L = v->L;
+    if (L->min_ranks == L->max_ranks && pow2(v->m) && pow2(L->nodes) && L->nodes > 1 &&
+        v->m > 1) {
+        /* the cheaper of the two ways between nodes, as whole_vector priced them */
+        mpiopt_cost_params intra1 = level_params(mpiopt_selection_model(), 1, 1);
+        mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0, v->m);
+        double n = (double)count * (double)c->extent, flat_t, rounds;
+        flat_algorithm(&inter, 0, L->nodes, n, 1, &flat_t);
+        int lb = radix_bits(&intra1, mpiopt_selection_model(), L->nodes, v->m, n, &rounds);
+        if (rounds <= flat_t)
+            return whole_allreduce_radix(c, v, buf, count, lb);
+    }
     mpiopt_cost_params intra = level_params(mpiopt_selection_model(), 1, 1);
     double bytes = (double)count * (double)c->extent;
     mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
@@ -345,6 +434,56 @@ static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, 
         rc = run_between_nodes(c, v, buf, 0, count, v->j, -1, group);
     free(group);
     mpiopt_scratch_free(spare);
+    return rc;
+}
+
+/* The whole vector, allreduce, on N nodes of m ranks (both powers of two): after the node's
+ * allreduce, rounds over the bits of the node number, lm <= log2 m bits a round (fewer in the
+ * last; radix_bits picks lm).
+ * In a round local rank j (0 < j < r = 2^bits) swaps the node's value with local rank j of the
+ * node whose digit (those bits of its number) differs from this one's by j, so the node's ranks
+ * 0 … r-1 hold the values of the r nodes of its block, local rank j the value of digit d ^ j
+ * (d: this node's digit). They allreduce them by recursive doubling in digit order (group member
+ * g is local rank g ^ d): every node of the block computes the same bits, in node order, so rank
+ * order holds where nodes hold consecutive ranks. When r < m, the node's ranks
+ * form m / r subgroups of r consecutive local ranks (q = j / r, place t = j mod r) and every
+ * subgroup does the round alike: (q, t) swaps with (q, t) on the node whose digit differs by t,
+ * and the subgroup's recursive doubling computes the same bits as every other's, so no rank waits
+ * for a hand-off afterwards. log_r N rounds of one network message each, against log2 N for
+ * recursive doubling. */
+static int whole_allreduce_radix(const mpiopt_coll *c, const node_view *v, void *buf,
+                                 size_t count, int lm)
+{
+    const mpiopt_node_layout *L = v->L;
+    int m = v->m, ln = log2_of(L->nodes), rc = MPI_SUCCESS;
+    mpiopt_coll node = group_context(c, v->local, m, v->j, c->src);
+    rc = mpiopt_allreduce_recursive_doubling(&node, buf, count);
+    int *peers = malloc(sizeof(int) * (size_t)m);
+    void *theirs = mpiopt_coll_scratch(c, count);
+    if (!peers || !theirs) {
+        free(peers);
+        mpiopt_scratch_free(theirs);
+        return MPI_ERR_NO_MEM;
+    }
+    for (int shift = 0; rc == MPI_SUCCESS && shift < ln; shift += lm) {
+        int bits = ln - shift < lm ? ln - shift : lm, r = 1 << bits;
+        int d = (v->node >> shift) & (r - 1);
+        int base = v->j - v->j % r, t = v->j % r;   /* this rank's subgroup and place in it */
+        if (t > 0) {
+            int other = v->node ^ (t << shift);
+            int partner = L->members[L->start[other] + v->j];
+            rc = mpiopt_sendrecv(c, buf, count, partner, theirs, count, partner);
+            if (rc == MPI_SUCCESS)
+                rc = mpiopt_coll_copy(c, buf, theirs, count * c->extent);
+        }
+        for (int g = 0; g < r; g++)
+            peers[g] = v->local[base + (g ^ d)];
+        mpiopt_coll block = group_context(c, peers, r, t ^ d, NULL);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_allreduce_recursive_doubling(&block, buf, count);
+    }
+    free(peers);
+    mpiopt_scratch_free(theirs);
     return rc;
 }
 
@@ -455,6 +594,6 @@ double mpiopt_cost_hierarchical(const mpiopt_cost_call *x, int is_reduce)
     if (m < 2 || nodes < 2)
         return -1;
     double whole, shares;
-    variant_costs(x->params, is_reduce, nodes, m, x->n, &whole, &shares);
+    variant_costs(x->params, is_reduce, nodes, m, x->n, x->p % m == 0, &whole, &shares);
     return whole < shares ? whole : shares;
 }

@@ -106,6 +106,17 @@ void *mpiopt_scratch_aligned(size_t bytes)
 {
     void *m = NULL;
     size_t rounded = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+#ifdef SMPI_SHARED_MALLOC
+    /* Under SimGrid every simulated rank lives in one process, and smpicc turns malloc (not
+     * posix_memalign) into SMPI's intercept: from smpi/auto-shared-malloc-thresh up, the ranks'
+     * scratch shares the same few pages instead of 1024 ranks x 8 MiB x a few slots of real
+     * memory. Contents are garbage then, which the simulation (network time only) allows; free
+     * is intercepted too. Page-aligned when shared; malloc's 16 bytes below (only speed needs
+     * ALIGN). */
+    (void)m;
+    return malloc(rounded ? rounded : ALIGN);
+#endif
+    return posix_memalign(&m, ALIGN, rounded ? rounded : ALIGN) == 0 ? m : NULL;
     return posix_memalign(&m, ALIGN, rounded ? rounded : ALIGN) == 0 ? m : NULL;
 }
 

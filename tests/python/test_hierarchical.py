@@ -97,3 +97,25 @@ def test_auto_picks_hierarchical_only_across_nodes_of_several_ranks(flavour):
     assert "hierarchical" in auto_choices(flavour, 8, net, MPIOPT_RANKS_PER_NODE="4")
     assert "hierarchical" not in auto_choices(flavour, 8, dict(net, ranks_per_node=8))
     assert "hierarchical" not in auto_choices(flavour, 8, dict(net, ranks_per_node=1))
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_whole_vector_rounds_across_nodes(flavour):
+    """The whole-vector allreduce by rounds of up to m nodes at once (whole_allreduce_radix),
+    which the model picks for small counts when the network is much slower than the node: 2
+    nodes of 4 (one round of 2 nodes: the node's two subgroups of 2 ranks both do it), 8 nodes
+    of 2 (three rounds), 8 nodes of 4 (a round of 4 nodes, then one of 2 in two subgroups)."""
+    require_build(flavour)
+    model = {"alpha": 2e-5, "beta": 1e-6, "gamma": 0, "intra_alpha": 1e-8, "intra_beta": 1e-12}
+    for p, k in ((8, 4), (16, 2), (32, 4)):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"version": 1, "model": dict(model, ranks_per_node=k), "allreduce": [],
+                       "reduce": []}, f)
+        try:
+            r = run_checker(flavour, p, ["--algorithms", "hierarchical", "--comms", "world",
+                                         "--cases", "minimal", "--counts", "1,p-1,p+1"],
+                            timeout=400, env=dict(os.environ, MPIOPT_RANKS_PER_NODE=str(k),
+                                                  MPIOPT_TUNING_FILE=f.name))
+        finally:
+            os.unlink(f.name)
+        assert_all_checks_passed(r, p)

@@ -75,6 +75,13 @@ def test_smpi_selectors_and_smp_aware_algorithms_side_by_side(tmp_path):
     assert all(r["seconds"] > 0 for r in rows)
 
 
+def test_vendors_alone(tmp_path):
+    """--algorithms none: SMPI's allreduces only, without auto (the large runs split this way)."""
+    rows = simulate_json(tmp_path, "--ranks", "8", "--ppn", "4", "--sizes", "8",
+                         "--platform", "fattree", "--algorithms", "none", "--vendors", "ompi,smp_rdb")
+    assert sorted(r["algorithm"] for r in rows) == ["ompi", "smp_rdb"]
+
+
 @pytest.mark.parametrize("platform, nodes", [("cluster", 9), ("torus", 27), ("torus", 1023),
                                              ("fattree", 128), ("fattree", 1023)])
 def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
@@ -105,6 +112,7 @@ def test_platform_xml_has_the_nodes_and_topology(platform, nodes):
     (["--ranks", "16", "--vendors", "intel"], "--vendors"),
     (["--ranks", "16", "--vendors", "mpich,automatic"], "not an SMPI allreduce"),
     (["--ranks", "16", "--tuning", "/nonexistent.json"], "does not exist"),
+    (["--ranks", "16", "--algorithms", "none", "--vendors", ""], "needs --vendors"),
 ])
 def test_bad_input_is_a_usage_error_and_writes_nothing(tmp_path, args, message):
     r = mpiopt("simulate", "allreduce", "--results", str(tmp_path / "out"), *args)

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import mpi
 from ..errors import UsageError
 from ..units import parse_ranks, parse_sizes, size_label
-from ..model import CostModel, predictions
+from ..model import CostModel, _params, predictions
 from ..simulation import smpi
 from ..console import console as report_console
 

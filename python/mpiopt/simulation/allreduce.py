@@ -65,7 +65,8 @@ def add_arguments(p) -> None:
                    "default cluster")
     p.add_argument("--ppn", type=int, default=1, metavar="K", help="ranks per node (default 1)")
     p.add_argument("--algorithms", default="all", metavar="LIST",
-                   help="mpiopt algorithms to simulate besides auto (default all)")
+                   help="mpiopt algorithms to simulate besides auto (default all; none: "
+                   "SMPI's --vendors alone, without auto, one smpirun each)")
     p.add_argument("--vendors", default=",".join(VENDORS), metavar="LIST",
                    help="SMPI allreduces to compare with: selectors (" + ", ".join(SMPI_SELECTORS)
                    + ") or algorithms (" + ", ".join(SMPI_ALGORITHMS) + "); 'smp' stands for "
@@ -103,8 +104,12 @@ def _parse(args) -> dict:
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
     known = _algorithm_names()
-    algorithms = known if args.algorithms == "all" else [a for a in args.algorithms.split(",") if a]
-    unknown = [a for a in algorithms if a not in known]
+    if args.algorithms == "none":   # SMPI's allreduces alone: no auto, no mpiopt column
+        algorithms = None
+    else:
+        algorithms = known if args.algorithms == "all" else [a for a in args.algorithms.split(",")
+                                                             if a]
+    unknown = [a for a in algorithms or [] if a not in known]
     if unknown:
         raise UsageError(f"unknown algorithm {unknown[0]!r} (expected all or a list of "
                          f"{', '.join(known)})")
@@ -116,6 +121,8 @@ def _parse(args) -> dict:
                                  f"{', '.join(SMPI_ALLREDUCES)}, or smp)")
             if name not in vendors:
                 vendors.append(name)
+    if algorithms is None and not vendors:
+        raise UsageError("--algorithms none needs --vendors")
     if args.tuning and not Path(args.tuning).is_file():
         raise UsageError(f"tuning file {args.tuning} does not exist")
     return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors}
@@ -143,9 +150,11 @@ def platform_tuning(kind: str, ranks: int, ppn: int, net: smpi.Network = smpi.Ne
 
 def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
              algorithms: list[str] | None = None, vendors: list[str] = list(VENDORS),
-             iterations: int = 1, tuning: str | None = None, progress=None) -> list[dict]:
+             iterations: int = 1, tuning: str | None = None, progress=None,
+             mpiopt: bool = True) -> list[dict]:
     """Simulated seconds of auto, `algorithms` and SMPI's `vendors` selections at each size:
-    a list of {"algorithm", "ranks", "bytes", "seconds"}. `progress(text)` is told what runs."""
+    a list of {"algorithm", "ranks", "bytes", "seconds"}. `progress(text)` is told what runs.
+    mpiopt=False: the vendors alone (no auto, no algorithms)."""
     bindir = smpi.build([BENCH])
     algorithms = list(algorithms if algorithms is not None else _algorithm_names())
     records: list[dict] = []
@@ -160,7 +169,7 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
             env.pop(var, None)
         # the first vendor's run also measures mpiopt's algorithms; a run without vendors
         # measures them with SMPI's default collectives as the (unreported) vendor column
-        runs = [(v, ["vendor"] + (["auto"] + algorithms if i == 0 else []))
+        runs = [(v, ["vendor"] + (["auto"] + algorithms if i == 0 and mpiopt else []))
                 for i, v in enumerate(vendors)] or [(None, ["auto"] + algorithms)]
         for vendor, columns in runs:
             config = [f"--cfg=smpi/allreduce:{vendor}"] if vendor else []
@@ -277,9 +286,11 @@ def run(args) -> int:
         task = bar.add_task("building with smpicc", total=None)
         for p in spec["ranks"]:
             try:
-                records += simulate(args.platform, p, spec["sizes"], args.ppn, spec["algorithms"],
-                                    spec["vendors"], args.iterations, args.tuning,
-                                    progress=lambda text: bar.update(task, description=text))
+                records += simulate(args.platform, p, spec["sizes"], args.ppn,
+                                    spec["algorithms"] or [], spec["vendors"], args.iterations,
+                                    args.tuning,
+                                    progress=lambda text: bar.update(task, description=text),
+                                    mpiopt=spec["algorithms"] is not None)
             except RuntimeError as e:      # the SMPI build or a simulation failed: say which
                 err.print(f"mpiopt simulate allreduce: {e}", markup=False, highlight=False)
                 return 1

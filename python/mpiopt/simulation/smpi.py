@@ -17,7 +17,10 @@ make runs deterministic are the same for all of them:
   1023-node fat-tree, which no real machine would show;
 - buffers of 64 KiB and more are SMPI shared mallocs (`smpi/auto-shared-malloc-thresh`): 1023
   ranks × 8 MiB would otherwise need real memory for every rank. Their contents are garbage,
-  which does not matter because nothing is timed but the network;
+  which does not matter because nothing is timed but the network. libmpiopt's scratch takes
+  malloc under SMPI (scratch.c), so it is shared too;
+- collectives other than the allreduce under test use SMPI's `mpich` selection
+  (`smpi/coll-selector`), not its linear `default` ones (COLL_SELECTOR);
 - libmpiopt.so is privatized (`smpi/privatize-libs`): every simulated rank gets its own copy of
   the library's globals, as every process does in a real run.
 """
@@ -41,6 +44,13 @@ from .. import mpi
 PLATFORMS = ("cluster", "torus", "fattree")
 FLAVOUR = "smpi"
 SHARED_MALLOC_THRESHOLD = 64 * 1024
+# SMPI's collectives other than the allreduce under test (a vendor's is --cfg=smpi/allreduce,
+# which takes precedence): setup (MPI_Comm_split_type, libmpiopt's node layout allgather) and the
+# benchmark's closing reductions. SMPI's `default` allgather is linear and nonblocking: every rank
+# waits for 2(p-1) requests, and SimGrid 3.32 unregisters each finished one from a list as long,
+# so 1024 ranks spent their whole run (tens of minutes) in one MPI_Allgather. MPICH's selection
+# is logarithmic.
+COLL_SELECTOR = "mpich"
 
 
 @dataclass(frozen=True)
@@ -225,7 +235,8 @@ def deterministic_config(library: Path | None = None, net: Network = Network()) 
     cfg = ["--cfg=smpi/simulate-computation:no",
            "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
            f"--cfg=smpi/os:0:{net.send_overhead:.6g}:0", f"--cfg=smpi/or:0:{net.recv_overhead:.6g}:0",
-           f"--cfg=smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESHOLD}"]
+           f"--cfg=smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESHOLD}",
+           f"--cfg=smpi/coll-selector:{COLL_SELECTOR}"]
     if library is not None:
         cfg.append(f"--cfg=smpi/privatize-libs:{library}")
     # SimGrid's start-up chatter (every option set, every collective chosen) is not for users
