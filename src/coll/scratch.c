@@ -115,9 +115,9 @@ void *mpiopt_scratch_aligned(size_t bytes)
      * ALIGN). */
     (void)m;
     return malloc(rounded ? rounded : ALIGN);
+#else
+    return posix_memalign(&m, ALIGN, rounded ? rounded : ALIGN) == 0 ? m : NULL;
 #endif
-    return posix_memalign(&m, ALIGN, rounded ? rounded : ALIGN) == 0 ? m : NULL;
-    return posix_memalign(&m, ALIGN, rounded ? rounded : ALIGN) == 0 ? m : NULL;
 }
 
 void *mpiopt_scratch(size_t bytes)

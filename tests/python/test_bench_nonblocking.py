@@ -7,7 +7,7 @@ import os
 import pytest
 
 from mpiopt import mpi
-from mpiopt.benchmarks.allreduce import doubling_runs
+from mpiopt.benchmarks.allreduce_overlap import doubling_runs
 from conftest import BUILT_FLAVOURS, needs_build, run_mpiopt as mpiopt
 
 FLAVOURS = BUILT_FLAVOURS
