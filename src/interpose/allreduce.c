@@ -9,7 +9,7 @@
 #include "coll/report.h"     /* each Fortran binding tells the report its door */
 #include "fortran.h"
 
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+MPIOPT_HANDOFF_PLACEMENT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
     return mpiopt_allreduce_entry(sendbuf, recvbuf, count, datatype, op, comm, MPIOPT_ALG_AUTO);

@@ -7,7 +7,7 @@
 #include "coll/report.h"     /* each Fortran binding tells the report its door */
 #include "fortran.h"
 
-int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+MPIOPT_HANDOFF_PLACEMENT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
     return mpiopt_reduce_entry(sendbuf, recvbuf, count, datatype, op, root, comm, MPIOPT_ALG_AUTO);
