@@ -32,9 +32,15 @@ typedef struct {
 } direct_block;
 
 /* A stage of the pipelined allreduce and reduce (staged.c): a rank's input to one chunk of the
- * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. */
-#define STAGES 4
+ * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. A
+ * slot has as many stages as the node's budget for the window gives (MPIOPT_SHM_WINDOW_BYTES,
+ * between MIN_STAGES and MAX_STAGES); an allreduce uses the first ALLREDUCE_STAGES (they stay
+ * in cache; every rank waits for every input of a chunk anyway), a reduce all of them, so that
+ * its other ranks can hand over MiBs and leave. */
 #define STAGE_BYTES (64u << 10)
+#define ALLREDUCE_STAGES 4
+#define MIN_STAGES ALLREDUCE_STAGES
+#define MAX_STAGES 256
 typedef struct {
     _Alignas(64) uint64_t in_chunk;     /* the chunk whose input is in `in` */
     _Alignas(64) uint64_t out_chunk;    /* the chunk whose share of the result is in `out` */
@@ -46,21 +52,16 @@ typedef struct {
 
 typedef struct {
     direct_block direct;
-    stage stages[STAGES];
     buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
                                      * result[k % RESULT_BUFFERS] */
-    buffer small[SMALL_BUFFERS];    /* the small ring's buffers */
-    buffer in[];                    /* the large ring's */
+    buffer small[SMALL_BUFFERS];    /* the ring's buffers */
+    stage stages[];                 /* node_window.stages of them */
 } slot;
 
-/* Calls go through one of two rings of input buffers, each with its own call numbers: every
- * allreduce and small reduces through four buffers that stay in cache, larger reduces through as
- * many as the window's budget gives, so that a reduce's other ranks can hand over MiBs and leave.
- * Through the large ring, every call would land in buffers gone cold (new cache lines, new pages).
- * Every rank makes the same calls, so each ring's numbers agree. The result buffers are numbered
- * by the small ring's calls (allreduces only). */
+/* Small calls go through a ring of four input buffers that stay in cache, each call with its own
+ * number. Every rank makes the same calls, so the numbers agree. The result buffers are numbered
+ * by the ring's calls (allreduces only). */
 typedef struct {
-    int large;                      /* 0: slot.small, 1: slot.in */
     uint64_t buffers;               /* the same on every rank */
     uint64_t calls;                 /* the last call made through this ring */
     uint64_t writable_until;        /* the last call whose buffer is known free */
@@ -68,7 +69,7 @@ typedef struct {
 
 static inline buffer *ring_buffer(const ring *g, slot *s, uint64_t call)
 {
-    return (g->large ? s->in : s->small) + call % g->buffers;
+    return s->small + call % g->buffers;
 }
 
 /* A rank's view of the window (made by shared_memory.c's window_of) */
@@ -76,9 +77,11 @@ struct mpiopt_node_window {
     int usable;                     /* 0: the ranks do not share a node */
     int freed;                      /* the window is gone (MPI_Finalize came first) */
     MPI_Win win;
-    ring small, large;
+    ring small;
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
+    uint64_t stages;                /* in each slot, the same on every rank */
     uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
+    uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
     struct mpiopt_node_window *prev, *next;

@@ -21,15 +21,14 @@
  *
  * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
  *
- * Each slot holds two rings of input buffers, used in turn (node_window.h): four for every
- * allreduce and small reduce, and for larger reduces as many as the node's budget for the window
- * allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided among its ranks; at least 4). A
- * rank publishes call k of a ring only after it has read every input of call k - 1, so a rank may
- * write call k's input once every rank has published k - buffers + 1: a reduce's other ranks hand
- * over up to `buffers` pieces (8 MiB at p = 2) and return while the root is still reducing, as a
- * program's non-root ranks want, and reduces of up to 256 KiB go through larger stages that stay
- * in cache (staged.c). Allreduces larger than a buffer go through the stages too
- * (staged.c), or read the other ranks' buffers where they are when asked to
+ * Each slot holds a ring of four input buffers for small calls (node_window.h). A rank publishes
+ * call k of the ring only after it has read every input of call k - 1, so a rank may write call
+ * k's input once every rank has published k - buffers + 1. Allreduces larger than a buffer and
+ * reduces larger than three go through the slot's stages instead (staged.c): as many as the
+ * node's budget for the window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided
+ * among its ranks; at least 4), so that a reduce's other ranks hand over up to all of them (4 MiB
+ * at p = 2) and return while the root is still reducing, as a program's non-root ranks want. With
+ * MPIOPT_SHM_SINGLE_COPY=1 large allreduces read the other ranks' buffers where they are
  * (single_copy.c). What a rank saw of the others when it last looked tells it
  * how many calls it may go on without looking again: the header of a buffer is on the line with
  * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
@@ -51,15 +50,13 @@
 #include "coll.h"
 #include "node_window.h"
 
-#define MIN_BUFFERS 4
-#define MAX_BUFFERS 4096
 #define DEFAULT_WINDOW_BYTES (16u << 20)    /* a node's ranks together */
 /* allreduce pieces of this size and up are reduce-scattered: below, the second round of
  * cache-line handovers costs more than the reduction it shares out */
 #define SCATTER_FROM_BYTES 4096
-/* A reduce's other ranks hand over this much through the small ring without waiting for the root
+/* A reduce's other ranks hand over this much through the ring without waiting for the root
  * (its buffers but one: the root may still be reading the last of the call before); larger
- * reduces go through the large ring (node_window.h) */
+ * reduces go through the stages (staged.c) */
 #define SMALL_RING_BYTES ((SMALL_BUFFERS - 1) * BUFFER_BYTES)
 /* with MPIOPT_SHM_SINGLE_COPY=1, allreduces of this size and up read the other ranks' buffers
  * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
@@ -69,11 +66,6 @@
  * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
-/* reduces larger than the small ring and up to this size go through the stages: the other ranks
- * return once their input is in (all of it fits: STAGES chunks), and the root reads it hot. At
- * p = 2, median of three runs, OSU's figure: 64-256 KiB 1.4-2.1x faster than through the deep
- * ring (e.g. 128 KiB 8 against 17 us), 512 KiB-1 MiB slower (the others wait for the root) */
-#define STAGED_REDUCE_UPTO_BYTES ((size_t)STAGES * STAGE_BYTES)
 
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
@@ -183,12 +175,12 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     if (w->usable) {
         /* every rank must use the same count: the smallest any rank's environment gives */
         long budget = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
-        uint64_t mine = (uint64_t)(budget > 0 ? budget : 0) / ((uint64_t)c->size * sizeof(buffer));
-        mine = mine < MIN_BUFFERS ? MIN_BUFFERS : mine > MAX_BUFFERS ? MAX_BUFFERS : mine;
-        rc = PMPI_Allreduce(&mine, &w->large.buffers, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+        uint64_t mine = (uint64_t)(budget > 0 ? budget : 0) / ((uint64_t)c->size * sizeof(stage));
+        mine = mine < MIN_STAGES ? MIN_STAGES : mine > MAX_STAGES ? MAX_STAGES : mine;
+        rc = PMPI_Allreduce(&mine, &w->stages, 1, MPI_UINT64_T, MPI_MIN, c->comm);
     }
     if (w->usable && rc == MPI_SUCCESS) {
-        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->large.buffers * sizeof(buffer)), 64,
+        rc = PMPI_Win_allocate_shared((MPI_Aint)(sizeof(slot) + w->stages * sizeof(stage)), 64,
                                       MPI_INFO_NULL, c->comm, &w->mine, &w->win);
         for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
             MPI_Aint size;
@@ -198,12 +190,10 @@ static int window_of(const mpiopt_coll *c, node_window **out)
         if (rc == MPI_SUCCESS) {
             /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
              * page fault a call while the ring is used for the first time */
-            memset(w->mine, 0, sizeof(slot) + w->large.buffers * sizeof(buffer));
+            memset(w->mine, 0, sizeof(slot) + w->stages * sizeof(stage));
             __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
-            w->large.large = 1;
             w->small.buffers = SMALL_BUFFERS;
             w->small.writable_until = w->small.buffers - 1;
-            w->large.writable_until = w->large.buffers - 1;
             mpiopt_shm_direct_prepare(w);
             rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
         }
@@ -394,13 +384,9 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
         return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
     }
-    if (root >= 0 && bytes > SMALL_RING_BYTES && bytes <= STAGED_REDUCE_UPTO_BYTES &&
-        c->extent <= STAGE_BYTES)
+    if (root >= 0 && bytes > SMALL_RING_BYTES && c->extent <= STAGE_BYTES)
         return mpiopt_shm_staged_reduce(c, w, in, buf, count, root);
-    /* An allreduce through the small ring at every size: every rank waits for every input of
-     * each piece anyway, so a deeper ring would only make each piece land in buffers gone cold.
-     * A reduce through the large ring above SMALL_RING_BYTES (node_window.h). */
-    ring *g = root < 0 || count * c->extent <= SMALL_RING_BYTES ? &w->small : &w->large;
+    ring *g = &w->small;
     fold_space f = {NULL, NULL, NULL};
     if (c->size > 2 && (root < 0 || c->rank == root)) {
         int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
