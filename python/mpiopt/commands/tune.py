@@ -330,7 +330,10 @@ def print_levels(console, levels: dict) -> None:
     console.print(t)
     if pretend:
         console.print("pretend nodes on one machine: both levels are the same shared memory, so they "
-                      "come out alike")
+                      "come out alike" + ("; oversubscribed, the intra-node pattern (every rank busy) "
+                                          "shares the cores more than the inter-node one (one rank a "
+                                          "node) and may come out slower" if levels.get("oversubscribed")
+                                          else ""))
 
 
 def register(sub) -> None:
