@@ -192,3 +192,19 @@ def test_fit_keeps_measured_parameters_fixed():
     fit = tune.fit_model(docs, model, fixed={"alpha": alpha, "beta": beta})
     assert (fit["alpha"], fit["beta"]) == (alpha, beta)
     assert fit["gamma"] == pytest.approx(gamma, rel=1e-3)
+
+
+@needs_build
+def test_nodes_from_the_environment_are_measured_without_the_option(tmp_path):
+    """Without --ranks-per-node tune measures the levels on the nodes the run has, as libmpiopt
+    sees them: here MPIOPT_RANKS_PER_NODE in the environment (on one machine without it, one
+    node and one level: test_tune_writes_a_table_libmpiopt_reads)."""
+    flavour = FLAVOURS[0]
+    out = tmp_path / "t.json"
+    r = mpiopt("tune", "-np", "3", "--flavour", flavour, "--sizes", "8:64", "--iterations", "3",
+               "--warmup", "0", "--no-reduce", "-o", str(out),
+               env=dict(os.environ, MPIOPT_RANKS_PER_NODE="2"))
+    assert r.returncode == 0, r.stderr
+    table = json.loads(out.read_text())
+    assert table["model"]["ranks_per_node"] == 2
+    assert table["measured"]["levels"]["node_layout"] == "MPIOPT_RANKS_PER_NODE"
