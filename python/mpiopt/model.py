@@ -104,16 +104,21 @@ class CostModel:
         return t if t >= 0 else None
 
 
+LEVEL_KEYS = ("ranks_per_node", "intra_alpha", "intra_beta")
+
+
 def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: float, beta: float,
-                gamma: float, reduce: bool = False, exchange: dict | None = None) -> list[dict]:
+                gamma: float, reduce: bool = False, exchange: dict | None = None,
+                levels: dict | None = None) -> list[dict]:
     """One record per (ranks, bytes, algorithm), as `mpiopt simulate` reports, with `fastest`
-    marking the algorithm(s) of least predicted time for that (ranks, bytes)."""
+    marking the algorithm(s) of least predicted time for that (ranks, bytes). `levels`: the
+    second level, {"ranks_per_node", "intra_alpha", "intra_beta"} (a tuning file's), or None."""
     rows = []
     for p in ranks:
         for n in sizes:
             group = []
             for alg in model.algorithms:
-                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce, exchange)
+                t = model.seconds(alg, p, n, alpha, beta, gamma, reduce, exchange, **(levels or {}))
                 if t is not None:
                     group.append({"algorithm": alg, "ranks": p, "bytes": n, "seconds": t})
             best = min(r["seconds"] for r in group)

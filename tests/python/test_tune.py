@@ -1,6 +1,7 @@
 """`mpiopt tune`: the tuning table it writes (format libmpiopt reads), the choice of rows, the
 cost-model fit, and bad input. A real tuning run on a tiny size range; no timing assertions."""
 import json
+import math
 import os
 import subprocess
 import sys
@@ -103,3 +104,107 @@ def test_several_flavours_need_a_placeholder(tmp_path):
     r = mpiopt("tune", "-o", str(tmp_path / "t.json"))
     assert r.returncode == 2 and "{flavour}" in r.stderr
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_tune_with_pretend_nodes_writes_both_levels(tmp_path, flavour):
+    """--ranks-per-node on one machine: mpiopt-exchange --levels measures the intra-node and the
+    inter-node level (the same shared memory twice here), the file holds both, libmpiopt loads
+    it, and `mpiopt model --tuning` prices hierarchical with them."""
+    out = tmp_path / "two-levels.json"
+    r = mpiopt("tune", "-np", "3", "--ranks-per-node", "2", "--flavour", flavour, "--sizes", "8:512",
+               "--iterations", "5", "--warmup", "0", "--no-reduce", "-o", str(out), "--json")
+    assert r.returncode == 0, r.stderr
+    table = json.loads(out.read_text())
+    assert json.loads(r.stdout)["tables"][flavour] == table
+    m = table["model"]
+    assert set(m) == {"alpha", "beta", "gamma", "ranks_per_node", "intra_alpha", "intra_beta"}
+    assert m["ranks_per_node"] == 2
+    for key in ("alpha", "beta", "intra_alpha", "intra_beta"):
+        assert isinstance(m[key], float) and math.isfinite(m[key]) and m[key] > 0, (key, m)
+    assert m["gamma"] >= 0
+    levels = table["measured"]["levels"]
+    assert (levels["ranks"], levels["nodes"], levels["node_layout"]) == (3, 2, "--ranks-per-node")
+    assert (m["alpha"], m["beta"]) == (levels["inter"]["alpha"], levels["inter"]["beta"])
+    assert (m["intra_alpha"], m["intra_beta"]) == (levels["intra"]["alpha"], levels["intra"]["beta"])
+
+    # libmpiopt's reader takes the file (a bad one would be warned about and replaced by the
+    # built-in defaults); with the rows left out auto prices from the two-level model, as
+    # `mpiopt model --tuning` does
+    model_only = tmp_path / "model-only.json"
+    model_only.write_text(json.dumps({"version": 1, "model": m, "allreduce": [], "reduce": []}))
+    predicted = mpiopt("model", "--ranks", "4", "--sizes", "8,1M", "--tuning", model_only, "--json")
+    assert predicted.returncode == 0, predicted.stderr
+    rows = json.loads(predicted.stdout)
+    assert {r["algorithm"] for r in rows} >= {"hierarchical", "recursive_doubling"}
+    assert all(r["seconds"] > 0 and math.isfinite(r["seconds"]) for r in rows)
+    env = dict(os.environ, MPIOPT_TUNING_FILE=str(model_only), MPIOPT_VERBOSE="1")
+    env.pop("MPIOPT_RANKS_PER_NODE", None)
+    run = mpi.run(flavour, 4, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8,1048576", "-i", "1",
+                               "-x", "0", "--algorithms", "auto"], env=env, timeout=300, bind_none=True)
+    assert run.returncode == 0, run.stderr
+    assert "MPIOPT_TUNING_FILE" not in run.stderr, run.stderr
+    chosen = {int(line.split("bytes<=")[1].split(":")[0]): line.split()[-1]
+              for line in run.stderr.splitlines() if line.startswith("mpiopt: allreduce p=4")}
+    for size, bound in ((8, 8), (1 << 20, 1 << 20)):
+        fastest = {r["algorithm"] for r in rows if r["bytes"] == size and r["fastest"]}
+        assert chosen.get(bound) in fastest, (size, chosen, fastest)
+
+    # without its second level the same file prices no hierarchical: the levels came from it
+    one_level = {k: m[k] for k in ("alpha", "beta", "gamma")}
+    model_only.write_text(json.dumps({"version": 1, "model": one_level, "allreduce": [], "reduce": []}))
+    predicted = mpiopt("model", "--ranks", "4", "--sizes", "8,1M", "--tuning", model_only, "--json")
+    assert predicted.returncode == 0 and "hierarchical" not in {r["algorithm"] for r in json.loads(predicted.stdout)}
+
+
+@needs_build
+def test_tune_table_shows_both_levels(tmp_path):
+    flavour = FLAVOURS[0]
+    r = mpiopt("tune", "-np", "3", "--ranks-per-node", "2", "--flavour", flavour, "--sizes", "8:64",
+               "--iterations", "3", "--warmup", "0", "--no-reduce", "-o", str(tmp_path / "t.json"))
+    assert r.returncode == 0, r.stderr
+    for text in ("intra-node", "inter-node", "intra_alpha, intra_beta", "2 pretend nodes",
+                 "oversubscribed", "come out alike", "ranks_per_node = 2"):
+        assert text in r.stdout, (text, r.stdout)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-np", "4", "--ranks-per-node", "1"], "at least 2 ranks a node"),
+    (["-np", "4", "--ranks-per-node", "0"], "at least 2 ranks a node"),
+    (["-np", "4", "--ranks-per-node", "two"], "not a whole number"),
+    (["-np", "2,4", "--ranks-per-node", "4"], "must span two nodes"),
+])
+def test_bad_ranks_per_node_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "t.json"
+    r = mpiopt("tune", "-o", str(out), *args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert not out.exists()
+
+
+@needs_build
+def test_fit_keeps_measured_parameters_fixed():
+    """With two levels the network's alpha and beta are measured; gamma alone is fitted."""
+    from mpiopt.model import CostModel
+    model = CostModel(mpi.library(FLAVOURS[0]))
+    alpha, beta, gamma = 3e-6, 2e-10, 5e-11
+    docs = [doc(p, {n: {a: 1e6 * model.seconds(a, p, n, alpha, beta, gamma) for a in model.flat_algorithms}
+                    for n in (8, 1024, 65536, 1 << 20)}) for p in (2, 4)]
+    fit = tune.fit_model(docs, model, fixed={"alpha": alpha, "beta": beta})
+    assert (fit["alpha"], fit["beta"]) == (alpha, beta)
+    assert fit["gamma"] == pytest.approx(gamma, rel=1e-3)
+
+
+@needs_build
+def test_nodes_from_the_environment_are_measured_without_the_option(tmp_path):
+    """Without --ranks-per-node tune measures the levels on the nodes the run has, as libmpiopt
+    sees them: here MPIOPT_RANKS_PER_NODE in the environment (on one machine without it, one
+    node and one level: test_tune_writes_a_table_libmpiopt_reads)."""
+    flavour = FLAVOURS[0]
+    out = tmp_path / "t.json"
+    r = mpiopt("tune", "-np", "3", "--flavour", flavour, "--sizes", "8:64", "--iterations", "3",
+               "--warmup", "0", "--no-reduce", "-o", str(out),
+               env=dict(os.environ, MPIOPT_RANKS_PER_NODE="2"))
+    assert r.returncode == 0, r.stderr
+    table = json.loads(out.read_text())
+    assert table["model"]["ranks_per_node"] == 2
+    assert table["measured"]["levels"]["node_layout"] == "MPIOPT_RANKS_PER_NODE"

@@ -109,8 +109,10 @@ def choose_flavours(requested: str, binary: str = BENCH_BINARY) -> list[str]:
 def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", reduce: bool = False,
-            validate: bool = False, time_limit: float = 0, timeout: float = 900) -> dict:
-    """Runs the C benchmark once and returns its JSON document (rows in "results")."""
+            validate: bool = False, time_limit: float = 0, timeout: float = 900,
+            env: dict | None = None) -> dict:
+    """Runs the C benchmark once and returns its JSON document (rows in "results"); `env`: the
+    ranks' environment (default this process's)."""
     argv = [mpi.binary(flavour, BENCH_BINARY), "-m", ",".join(map(str, sorted(sizes))),
             "-i", iterations, "-x", warmup, "--iterations-large", iterations_large,
             "--warmup-large", warmup_large, "-T", datatype, "--op", op,
@@ -121,18 +123,18 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--reduce")
     if validate:
         argv.append("-c")
-    doc = run_json(flavour, np, argv, BENCH_BINARY, timeout)
+    doc = run_json(flavour, np, argv, BENCH_BINARY, timeout, env)
     doc["flavour"] = flavour
     return doc
 
 
-def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float):
+def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float, env: dict | None = None):
     """Runs a benchmark binary that prints JSON on np ranks; its parsed output, or RuntimeError
     naming what failed. The launcher's own binding while every rank has a core (what users get);
     --bind-to none when oversubscribed, where a rank pinned to a shared core would starve."""
     what = f"{binary} ({flavour}, {np} ranks)"
     try:
-        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np))
+        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np), env=env)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{what} took more than {timeout:.0f} s")
     if proc.returncode != 0:

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import mpi
 from ..errors import UsageError
 from ..units import parse_ranks, parse_sizes, size_label
-from ..model import CostModel, _params, predictions
+from ..model import LEVEL_KEYS, CostModel, _params, predictions
 from ..simulation import smpi
 from ..console import console as report_console
 
@@ -33,9 +33,27 @@ cluster), where reductions cost nothing (γ = 0) because the simulator does not 
 """
 
 
-def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str]:
-    """α, β, γ, the measured patterns (a tuning file's "exchange", or None) and where they come
-    from; on a simulated platform α depends on the job's size."""
+def _levels(tuning: str, m: dict) -> dict | None:
+    """A tuning file's second level (`mpiopt tune` on several nodes or with --ranks-per-node):
+    {"ranks_per_node", "intra_alpha", "intra_beta"}, or None where it has one level."""
+    if not m.get("ranks_per_node"):
+        return None
+    try:
+        levels = {"ranks_per_node": int(m["ranks_per_node"]),
+                  "intra_alpha": float(m.get("intra_alpha", 0.0)),
+                  "intra_beta": float(m.get("intra_beta", 0.0))}
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{tuning}: a bad second level in its \"model\" ({e})")
+    if levels["ranks_per_node"] < 0 or not all(math.isfinite(levels[k]) and levels[k] >= 0 for k in LEVEL_KEYS[1:]):
+        raise UsageError(f"{tuning}: ranks_per_node, intra_alpha and intra_beta must be finite numbers >= 0")
+    return levels
+
+
+def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str, dict | None]:
+    """α, β, γ, the measured patterns (a tuning file's "exchange", or None), where they come
+    from, and a tuning file's second level (or None); on a simulated platform α depends on the
+    job's size."""
+    levels = None
     given = [v is not None for v in (args.alpha, args.beta, args.gamma)]
     if args.tuning and any(given):
         raise UsageError("give either --tuning or --alpha/--beta/--gamma, not both")
@@ -57,6 +75,10 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str
         source = f"tuning file {args.tuning}"
         if exchange and int(exchange["ranks"]) == ranks:
             source += ", measured patterns"
+        levels = _levels(args.tuning, m)
+        if levels:
+            source += (f"; two levels: {levels['ranks_per_node']} ranks a node, inside one "
+                       f"α = {levels['intra_alpha']:.3g} s, β = {levels['intra_beta']:.3g} s/B")
     elif any(given):
         if not all(given):
             raise UsageError("--alpha, --beta and --gamma go together")
@@ -78,7 +100,7 @@ def _parameters(args, ranks: int) -> tuple[float, float, float, dict | None, str
     for name, v in (("alpha", a), ("beta", b), ("gamma", g)):
         if not (v >= 0 and math.isfinite(v)):
             raise UsageError(f"{name} must be a finite number >= 0, not {v}")
-    return a, b, g, exchange, source
+    return a, b, g, exchange, source, levels
 
 
 def _print_table(console, rows: list[dict], algorithms: list[str], title: str) -> None:
@@ -109,11 +131,12 @@ def run(args) -> int:
     args.ranks = parse_ranks(args.ranks_text, MAX_RANKS)
     sizes = parse_sizes(args.sizes)
     model = CostModel()
-    rows, titles = [], {}
+    rows, titles, two_levels = [], {}, False
     for p in args.ranks:
-        alpha, beta, gamma, exchange, source = _parameters(args, p)
+        alpha, beta, gamma, exchange, source, levels = _parameters(args, p)
+        two_levels = two_levels or levels is not None
         rows += predictions(model, [p], sizes, alpha, beta, gamma, args.collective == "reduce",
-                            exchange)
+                            exchange, levels)
         titles[p] = (f"Predicted MPI_{args.collective.capitalize()} time, α = {alpha:.3g} s, "
                      f"β = {beta:.3g} s/B, γ = {gamma:.3g} s/B ({source})")
     if args.json:
@@ -121,8 +144,9 @@ def run(args) -> int:
         return 0
 
     console = report_console()
+    columns = model.algorithms if two_levels else model.flat_algorithms
     for p in args.ranks:
-        _print_table(console, [r for r in rows if r["ranks"] == p], model.flat_algorithms, titles[p])
+        _print_table(console, [r for r in rows if r["ranks"] == p], columns, titles[p])
     return 0
 
 
@@ -142,7 +166,8 @@ def register(sub) -> None:
     p.add_argument("--beta", type=float, help="seconds per byte sent")
     p.add_argument("--gamma", type=float, help="seconds per byte reduced")
     p.add_argument("--tuning", metavar="FILE", help="take α, β, γ from a tuning file "
-                   "(`mpiopt tune`'s JSON, its \"model\")")
+                   "(`mpiopt tune`'s JSON, its \"model\"; with ranks_per_node, intra_alpha and "
+                   "intra_beta there, hierarchical is priced with two levels)")
     p.add_argument("--platform", choices=smpi.PLATFORMS, default="cluster",
                    help="without other parameters: the simulated machine's α and β (default cluster)")
     p.add_argument("--measure", action="store_true",

@@ -5,13 +5,21 @@ For each MPI flavour and process count it runs `mpiopt-allreduce --algorithms` (
 mpiopt's algorithms interleaved in one run, median of the slowest rank per call) for MPI_Allreduce
 and MPI_Reduce, names the fastest algorithm per size range, and fits the cost model's alpha, beta
 and gamma to the measured times of mpiopt's algorithms (least squares on relative error, using the
-cost model of libmpiopt itself, so the fitted parameters mean what `auto` means by them)."""
+cost model of libmpiopt itself, so the fitted parameters mean what `auto` means by them).
+
+Where the run spans nodes (--ranks-per-node K: pretend nodes of K consecutive ranks, as libmpiopt's
+MPIOPT_RANKS_PER_NODE; else the nodes MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds), it also
+measures the two levels of the node-aware model with `mpiopt-exchange --levels`: intra-node
+(ranks of one node in pairs, all at once) and inter-node (one rank a node). The file then holds the
+inter-node level as the model's alpha and beta (gamma fitted with them fixed), the intra-node one
+as intra_alpha and intra_beta, and ranks_per_node, so that `auto` prices `hierarchical`."""
 from __future__ import annotations
 
 import argparse
 import itertools
 import json
 import math
+import os
 from pathlib import Path
 
 from .. import algorithms, mpi
@@ -25,12 +33,20 @@ EXAMPLE = """examples:
   mpiopt tune                            p = 2 and 4, every built MPI -> results/tuning-<flavour>.json
   mpiopt tune -np 2,3,4 --flavour mpich -o mpich.json
   MPIOPT_TUNING_FILE=results/tuning-openmpi.json mpiopt run -np 4 -- ./app
+  mpiopt tune -np 4 --ranks-per-node 2 --flavour openmpi -o two-levels.json
+        pretend nodes of 2 ranks (testing on one machine): both levels measured and written,
+        then `mpiopt model --ranks 64 --tuning two-levels.json` prices hierarchical with them
 
-The file: {"version": 1, "flavour": F, "model": {"alpha", "beta", "gamma"},
-           "allreduce": [{"ranks", "max_bytes", "algorithm"}...], "reduce": [...]}
+The file: {"version": 1, "flavour": F, "model": {"alpha", "beta", "gamma"[, "ranks_per_node",
+           "intra_alpha", "intra_beta"]}, "allreduce": [{"ranks", "max_bytes", "algorithm"}...],
+           "reduce": [...]}
 Rows for one process count are sorted by max_bytes; the first row with bytes <= max_bytes wins.
+Two levels (ranks_per_node ...) where the largest -np spans nodes: with --ranks-per-node, or on
+nodes MPI finds. alpha, beta: one rank a node sending to another node's; intra_alpha, intra_beta:
+the ranks of a node in pairs. On one machine, pretend nodes measure the same shared memory twice.
 """
 
+EXCHANGE_BINARY = "mpiopt-exchange"
 # The last row of each process count covers every larger message.
 LAST_MAX_BYTES = 1 << 40
 # An mpiopt algorithm replaces the vendor (or the previous size's choice) only when it is at
@@ -73,12 +89,18 @@ def table_rows(doc: dict) -> list[dict]:
     return rows
 
 
-def fit_model(docs: list[dict], cost_model) -> dict[str, float]:
+PARAMETERS = ("alpha", "beta", "gamma")
+
+
+def fit_model(docs: list[dict], cost_model, fixed: dict[str, float] | None = None) -> dict[str, float]:
     """alpha, beta, gamma >= 0 minimising the relative error of the cost model's predictions for
-    mpiopt's algorithms. The model is linear in the three, so each measurement gives one row
-    (its coefficients = the model evaluated at unit parameters); negative solutions are avoided by
-    trying every subset of parameters and keeping the best non-negative fit."""
+    mpiopt's algorithms; those in `fixed` (measured) are kept and the others fitted. The model is
+    linear in the three, so each measurement gives one row (its coefficients = the model
+    evaluated at unit parameters); negative solutions are avoided by trying every subset of the
+    free parameters and keeping the best non-negative fit."""
     import numpy as np
+    fixed = fixed or {}
+    free = [i for i, name in enumerate(PARAMETERS) if name not in fixed]
     coeffs, times = [], []
     for doc in docs:
         is_reduce = doc["operation"] == "reduce"
@@ -92,37 +114,82 @@ def fit_model(docs: list[dict], cost_model) -> dict[str, float]:
             if None in unit:
                 continue
             seconds = row[bench.STAT] * 1e-6
-            coeffs.append([u / seconds for u in unit])  # relative error: divide the row by the time
-            times.append(1.0)
-    if len(coeffs) < 3:
+            # relative error: divide the row by the time; the fixed parameters' part is known
+            coeffs.append([unit[i] / seconds for i in free])
+            times.append(1.0 - sum(fixed[name] * unit[i] / seconds
+                                   for i, name in enumerate(PARAMETERS) if name in fixed))
+    if len(coeffs) < max(len(free), 3):
         raise UsageError("too few measurements to fit the cost model: measure more sizes or process counts")
     a, b = np.array(coeffs), np.array(times)
-    best, best_residual = np.zeros(3), math.inf
-    for k in (3, 2, 1):
-        for subset in itertools.combinations(range(3), k):
+    best, best_residual = np.zeros(len(free)), math.inf
+    for k in range(len(free), 0, -1):
+        for subset in itertools.combinations(range(len(free)), k):
             x, *_ = np.linalg.lstsq(a[:, subset], b, rcond=None)
             if (x < 0).any():
                 continue
-            full = np.zeros(3)
+            full = np.zeros(len(free))
             full[list(subset)] = x
             residual = float(np.sum((a @ full - b) ** 2))
             if residual < best_residual:
                 best, best_residual = full, residual
-    return {"alpha": float(best[0]), "beta": float(best[1]), "gamma": float(best[2])}
+    fitted = dict(zip((PARAMETERS[i] for i in free), (float(v) for v in best)))
+    return {name: float(fixed[name]) if name in fixed else fitted[name] for name in PARAMETERS}
+
+
+def measure_levels(flavour: str, np: int, ranks_per_node: int | None, iterations: int) -> dict:
+    """`mpiopt-exchange --levels` on np ranks: the node layout it found (or was given) and, where
+    there are two levels, the intra_node and inter_node patterns' alpha and beta."""
+    argv = [mpi.binary(flavour, EXCHANGE_BINARY), "--levels", "--json", "-i", max(iterations, 5)]
+    if ranks_per_node:
+        argv += ["--ranks-per-node", ranks_per_node]
+    return bench.run_json(flavour, np, argv, EXCHANGE_BINARY, timeout=600)
+
+
+def levels_of(doc: dict) -> dict | None:
+    """The two levels from mpiopt-exchange --levels' document: {"ranks", "nodes", "ranks_per_node",
+    "node_layout", "intra": {...}, "inter": {...}}, or None on one node (no second level). Each
+    level's alpha and beta must be positive and finite: 0 would mean "the other level's" to
+    libmpiopt."""
+    patterns = {pat["pattern"]: pat for pat in doc.get("patterns", [])}
+    if doc.get("nodes", 1) < 2 or doc.get("ranks_per_node", 1) < 2 or \
+            not {"intra_node", "inter_node"} <= set(patterns):
+        return None
+    out = {key: doc[key] for key in ("ranks", "nodes", "ranks_per_node", "node_layout")}
+    for level in ("intra", "inter"):
+        pat = patterns[f"{level}_node"]
+        out[level] = {k: float(pat[k]) for k in ("alpha", "beta", "small_seconds", "large_seconds")}
+        for k in ("alpha", "beta"):
+            if not (math.isfinite(out[level][k]) and out[level][k] > 0):
+                raise RuntimeError(f"the {level}-node {k} came out as {out[level][k]} (a noisy run: "
+                                   "try more --iterations)")
+    out["small_bytes"], out["large_bytes"] = doc["small_bytes"], doc["large_bytes"]
+    out["oversubscribed"] = bench.oversubscribed(doc["ranks"])
+    return out
 
 
 def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dict], cost_model,
-                 sizes: list[int]) -> dict:
+                 sizes: list[int], levels: dict | None = None) -> dict:
+    docs = allreduce_docs + reduce_docs
+    model = fit_model(docs, cost_model)
+    measured_levels = {}
+    if levels:
+        # the network between nodes is the model's alpha, beta; gamma is fitted to them
+        flat = model
+        model = fit_model(docs, cost_model, fixed={k: levels["inter"][k] for k in ("alpha", "beta")})
+        model.update(ranks_per_node=int(levels["ranks_per_node"]), intra_alpha=levels["intra"]["alpha"],
+                     intra_beta=levels["intra"]["beta"])
+        measured_levels = {"levels": levels, "one_level_fit": flat}
     return {
         "version": 1,
         "flavour": flavour,
-        "model": fit_model(allreduce_docs + reduce_docs, cost_model),
+        "model": model,
         "allreduce": [row for doc in allreduce_docs for row in table_rows(doc)],
         "reduce": [row for doc in reduce_docs for row in table_rows(doc)],
         # extra keys are skipped by libmpiopt's reader; they say where the numbers come from
         "measured": {"by": "mpiopt tune", "ranks": sorted({d["ranks"] for d in allreduce_docs}),
                      "min_bytes": min(sizes), "max_bytes": max(sizes), "statistic": "median of the slowest rank",
-                     "mpi_library": allreduce_docs[0].get("mpi_library", "") if allreduce_docs else ""},
+                     "mpi_library": allreduce_docs[0].get("mpi_library", "") if allreduce_docs else "",
+                     **measured_levels},
     }
 
 
@@ -147,6 +214,24 @@ def _output_paths(args, flavours: list[str]) -> dict[str, Path]:
     return {f: Path(args.output.replace("{flavour}", f)) for f in flavours}
 
 
+def _ranks_per_node(text: str | None, ranks: list[int]) -> int | None:
+    """--ranks-per-node K: at least 2 (a node of one rank has no intra-node level) and below the
+    largest process count (the levels are measured there, and need two nodes)."""
+    if text is None:
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        raise UsageError(f"--ranks-per-node {text!r} is not a whole number")
+    if k < 2:
+        raise UsageError(f"--ranks-per-node {k}: need at least 2 ranks a node "
+                         "(with one rank a node there is no intra-node level to measure)")
+    if k >= max(ranks):
+        raise UsageError(f"--ranks-per-node {k} with -np {max(ranks)} makes one node: the levels are "
+                         f"measured at the largest -np, which must span two nodes (more than {k} ranks)")
+    return k
+
+
 def run(args) -> int:
     from rich.console import Console
     from rich.progress import Progress
@@ -156,17 +241,31 @@ def run(args) -> int:
     bench.check_counts(args)
     ranks = parse_ranks(args.np)
     sizes = parse_sizes(args.sizes, minimum=1)
+    ranks_per_node = _ranks_per_node(args.ranks_per_node, ranks)
     flavours = bench.choose_flavours(args.flavour)
     outputs = _output_paths(args, flavours)
+    # pretend nodes reach libmpiopt (hierarchical in the benchmark) through its testing knob
+    env = dict(os.environ, MPIOPT_RANKS_PER_NODE=str(ranks_per_node)) if ranks_per_node else None
     operations = ["allreduce"] + ([] if args.no_reduce else ["reduce"])
     console = report_console(stderr=args.json)
 
     tables = {}
     with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("tuning", total=len(flavours) * len(ranks) * len(operations))
+        task = progress.add_task("tuning", total=len(flavours) * (len(ranks) * len(operations) + 1))
         for flavour in flavours:
             tuned = algorithms.names(flavour, kinds=("vendor", "mpiopt"))
             docs = {op: [] for op in ("allreduce", "reduce")}
+            progress.update(task, description=f"tune: {flavour}, {max(ranks)} ranks, node levels")
+            try:
+                levels = levels_of(measure_levels(flavour, max(ranks), ranks_per_node, args.iterations))
+            except RuntimeError as e:
+                console.print(f"[red]error:[/red] {e}\nnothing written")
+                return 1
+            if ranks_per_node and not levels:
+                console.print(f"[red]error:[/red] mpiopt-exchange found no second level with "
+                              f"--ranks-per-node {ranks_per_node}\nnothing written")
+                return 1
+            progress.advance(task)
             for np in ranks:
                 for op in operations:
                     progress.update(task, description=f"tune: {flavour}, {np} ranks, {op}")
@@ -174,13 +273,13 @@ def run(args) -> int:
                         docs[op].append(bench.measure(
                             flavour, np, sizes, ",".join(tuned), args.iterations, args.warmup,
                             args.iterations_large, args.warmup_large, reduce=op == "reduce",
-                            time_limit=args.time_limit))
+                            time_limit=args.time_limit, env=env))
                     except RuntimeError as e:
                         console.print(f"[red]error:[/red] {e}\nnothing written")
                         return 1
                     progress.advance(task)
             tables[flavour] = tuning_table(flavour, docs["allreduce"], docs["reduce"],
-                                           CostModel(mpi.library(flavour)), sizes)
+                                           CostModel(mpi.library(flavour)), sizes, levels)
 
     # every measurement succeeded: only now write the files
     for flavour, table in tables.items():
@@ -200,10 +299,41 @@ def run(args) -> int:
                 upto = "any larger" if row["max_bytes"] == LAST_MAX_BYTES else str(row["max_bytes"])
                 t.add_row(op, str(row["ranks"]), upto, row["algorithm"])
         console.print(t)
-        console.print(f"model fit: alpha = {m['alpha']:.3g} s, beta = {m['beta']:.3g} s/B "
-                      f"({1e-6 / m['beta'] if m['beta'] else float('inf'):.0f} MB/s), "
-                      f"gamma = {m['gamma']:.3g} s/B\n")
+        levels = table["measured"].get("levels")
+        if levels:
+            print_levels(console, levels)
+            console.print(f"model: alpha, beta = the inter-node level; gamma = {m['gamma']:.3g} s/B "
+                          f"fitted to them; ranks_per_node = {m['ranks_per_node']}\n")
+        else:
+            console.print(f"model fit: alpha = {m['alpha']:.3g} s, beta = {m['beta']:.3g} s/B "
+                          f"({1e-6 / m['beta'] if m['beta'] else float('inf'):.0f} MB/s), "
+                          f"gamma = {m['gamma']:.3g} s/B (one level: one node)\n")
     return 0
+
+
+def print_levels(console, levels: dict) -> None:
+    from rich.table import Table
+    pretend = levels["node_layout"] != "MPI_Comm_split_type"
+    t = Table(title=f"the two levels, measured by mpiopt-exchange --levels on {levels['ranks']} ranks: "
+              f"{levels['nodes']} {'pretend ' if pretend else ''}nodes of up to {levels['ranks_per_node']} "
+              f"ranks ({levels['node_layout']}"
+              f"{'; oversubscribed: more ranks than cores' if levels.get('oversubscribed') else ''})",
+              title_justify="left")
+    for col in ("level", "between", f"{levels['small_bytes']} B (µs)", f"{levels['large_bytes']} B (µs)",
+                "α (µs)", "β (ps/B)", "MB/s", "written as"):
+        t.add_column(col, justify="left" if col in ("level", "between", "written as") else "right")
+    for level, between, keys in (("intra-node", "the ranks of a node, in pairs", "intra_alpha, intra_beta"),
+                                 ("inter-node", "one rank a node", "alpha, beta")):
+        v = levels[level.split("-")[0]]
+        t.add_row(level, between, f"{v['small_seconds'] * 1e6:.2f}", f"{v['large_seconds'] * 1e6:.2f}",
+                  f"{v['alpha'] * 1e6:.3f}", f"{v['beta'] * 1e12:.1f}", f"{1e-6 / v['beta']:.0f}", keys)
+    console.print(t)
+    if pretend:
+        console.print("pretend nodes on one machine: both levels are the same shared memory, so they "
+                      "come out alike" + ("; oversubscribed, the intra-node pattern (every rank busy) "
+                                          "shares the cores more than the inter-node one (one rank a "
+                                          "node) and may come out slower" if levels.get("oversubscribed")
+                                          else ""))
 
 
 def register(sub) -> None:
@@ -227,5 +357,9 @@ def register(sub) -> None:
     p.add_argument("--time-limit", type=float, default=1.0, metavar="SECONDS",
                    help="cut a size's iterations after about this long, keeping at least 3 (default 1)")
     p.add_argument("--no-reduce", action="store_true", help="tune MPI_Allreduce only (no reduce rows)")
+    p.add_argument("--ranks-per-node", metavar="K",
+                   help="pretend nodes of K consecutive ranks (MPIOPT_RANKS_PER_NODE, for testing on one "
+                   "machine) and measure both levels, intra-node and inter-node, at the largest -np; "
+                   "without it both are measured where MPI finds the run on several nodes")
     p.add_argument("--json", action="store_true", help="print the tables as JSON")
     p.set_defaults(func=run)
