@@ -41,6 +41,7 @@
 #include <mpi.h>
 #include "mpiopt.h"   /* the pattern names tuning files use */
 #include "fail.h"
+#include "start_together.h"
 
 #define MAX_LEVELS 30
 
@@ -188,6 +189,7 @@ static double timed(const pattern *pat, char *sbuf, char *rbuf, long bytes)
 {
     int passes = pat->stages == 1 ? REPEAT : 1;
     barrier();
+    start_together(MPI_COMM_WORLD);
     double t = MPI_Wtime();
     for (int r = 0; r < passes; r++)
         for (int i = 0; i < pat->stages; i++)

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include "allreduce_bench.h"
 #include "../shuffle.h"
+#include "../start_together.h"
 
 /* ---- buffers and validation ---- */
 
@@ -155,6 +156,7 @@ int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
                 memset(recvbuf, 0xff, (size_t)size);
                 mpiopt_barrier(MPI_COMM_WORLD);
             }
+            start_together(MPI_COMM_WORLD);   /* SimGrid: one instant for all (the header says why) */
             double t0 = MPI_Wtime();
             int rc = call(o, o->columns[c], sendbuf, recvbuf, count);
             double t1 = MPI_Wtime();
