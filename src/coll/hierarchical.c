@@ -34,6 +34,7 @@
  *
  * Everything is point-to-point on the private communicator, so nonblocking and persistent calls
  * record it into a schedule like every other algorithm. */
+#include <math.h>
 #include <stdlib.h>
 #include "coll.h"
 
@@ -142,6 +143,68 @@ static int radix_bits(const mpiopt_cost_params *intra, const mpiopt_cost_params 
     return best;
 }
 
+/* ---- the shares between nodes in rounds of several nodes at once ----
+ * After the node's reduce-scatter every rank owns a share of n/m bytes, and the owners of a share
+ * on the N nodes (a power of two) allreduce it. Rabenseifner between them takes 2 log2 N network
+ * steps in sequence; at 64 KiB on 64 nodes of 16 those latencies are most of the time. Rounds of
+ * r = 2^bits nodes take the bits of the node number from the lowest up: in a round each owner
+ * sends the r - 1 other members of its block their pieces of its range at once, receives its own
+ * piece from each and reduces them in node order (reduce-scatter); the allgather sends the same
+ * messages the other way, rounds in reverse. log_r N steps each way instead of log2 N, for r - 2
+ * further messages a step. */
+#define MAX_ROUND_BITS 4    /* up to 16 nodes a round */
+#define MAX_ROUNDS 32
+
+/* One step (either way) of a round of 2^bits nodes 2^shift apart on `bytes` a rank, all m ranks
+ * of a node sending at once: the farthest partner's measured step α and β where the job's
+ * patterns are known (else the network's), each further message at the node's α (what a message
+ * costs the processes that post and match it is at most an intra-node message's latency; SMPI's
+ * fat-tree: 0.53 µs a further message, against 0.70 for an intra-node step), and the r - 1
+ * pieces through the node's link. */
+static double share_step_cost(const mpiopt_cost_params *P, const mpiopt_cost_params *intra,
+                              int nodes, int m, int shift, int bits, double bytes)
+{
+    int r = 1 << bits, k = shift + bits - 1 + log2_of(m);
+    mpiopt_cost_params inter = level_params(P, 0, m);
+    double alpha = inter.alpha, beta = inter.beta;   /* beta: with the node's m ranks sending */
+    if (P->exchange_ranks == nodes * m && k < P->exchange_steps && P->step[k].alpha > 0) {
+        alpha = P->step[k].alpha;
+        beta = P->step[k].beta;
+    }
+    return alpha + (r - 2) * intra->alpha + (r - 1) * (bytes / r) * beta;
+}
+
+/* The rounds (bits[i] bits of the node number each, lowest first) whose reduce-scatter and
+ * allgather of `bytes` cost least: dynamic programming over the bits taken, since a round's cost
+ * depends only on where it starts (its bytes are bytes / 2^shift). Returns their number; their
+ * cost in *t. The same on every rank: a function of the model and the layout. */
+static int share_rounds(const mpiopt_cost_params *P, int nodes, int m, double bytes, int *bits,
+                        double *t)
+{
+    int ln = log2_of(nodes), take[MAX_ROUNDS + 1];
+    double best[MAX_ROUNDS + 1];
+    mpiopt_cost_params intra = level_params(P, 1, 1);
+    best[ln] = 0;
+    for (int s = ln - 1; s >= 0; s--) {
+        double b = ldexp(bytes, -s);
+        best[s] = -1;
+        for (int lb = 1; lb <= MAX_ROUND_BITS && s + lb <= ln; lb++) {
+            double r = (double)(1 << lb);
+            double ts = 2 * share_step_cost(P, &intra, nodes, m, s, lb, b) +
+                        (r - 1) * (b / r) * P->gamma + best[s + lb];
+            if (best[s] < 0 || ts < best[s]) {
+                best[s] = ts;
+                take[s] = lb;
+            }
+        }
+    }
+    int n = 0;
+    for (int s = 0; s < ln; s += take[s])
+        bits[n++] = take[s];
+    *t = best[0];
+    return n;
+}
+
 static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes, int m, double n,
                           int uniform, double *whole, double *shares)
 {
@@ -163,6 +226,12 @@ static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes,
     /* shares: halving and doubling inside the node (Rabenseifner's terms), the network on n/m */
     node_t = mpiopt_cost_seconds(MPIOPT_ALG_RABENSEIFNER, is_reduce, m, n, &intra);
     flat_algorithm(&inter, is_reduce, nodes, n / m, 1, &net_t);
+    if (!is_reduce && uniform && pow2(nodes)) {
+        int bits[MAX_ROUNDS];
+        double rounds;
+        share_rounds(P, nodes, m, n / m, bits, &rounds);
+        net_t = rounds < net_t ? rounds : net_t;
+    }
     *shares = node_t + net_t;
 }
 
@@ -278,6 +347,18 @@ static mpiopt_coll group_context(const mpiopt_coll *c, const int *peers, int siz
     return g;
 }
 
+/* The context of the group of ranks that own `share` on each node (local rank share mod that
+ * node's size), in node order; this rank is its member v->node. group: one int a node. */
+static mpiopt_coll owners_of(const mpiopt_coll *c, const node_view *v, int share, int *group)
+{
+    const mpiopt_node_layout *L = v->L;
+    for (int k = 0; k < L->nodes; k++) {
+        int mk = L->start[k + 1] - L->start[k];
+        group[k] = L->members[L->start[k] + share % mk];
+    }
+    return group_context(c, group, L->nodes, v->node, NULL);
+}
+
 /* The flat algorithm between nodes on elements [lo, hi) of buf, among the ranks that own
  * `share` on each node (local rank share mod that node's size), in node order. root_node < 0:
  * allreduce; else reduce to that node's member. group: scratch of one int a node. */
@@ -287,11 +368,7 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
     const mpiopt_node_layout *L = v->L;
     if (L->nodes == 1 || hi == lo)
         return MPI_SUCCESS;
-    for (int k = 0; k < L->nodes; k++) {
-        int mk = L->start[k + 1] - L->start[k];
-        group[k] = L->members[L->start[k] + share % mk];
-    }
-    mpiopt_coll g = group_context(c, group, L->nodes, v->node, NULL);
+    mpiopt_coll g = owners_of(c, v, share, group);
     mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0, v->L->max_ranks);
     mpiopt_algorithm a = flat_algorithm(&inter, root_node >= 0, L->nodes,
                                         (double)(hi - lo) * (double)c->extent, c->commutative,
@@ -299,6 +376,104 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
     const mpiopt_algorithm_info *alg = &mpiopt_algorithms[a];
     return root_node < 0 ? alg->allreduce(&g, mpiopt_at(c, buf, lo), hi - lo)
                          : alg->reduce(&g, mpiopt_at(c, buf, lo), hi - lo, root_node);
+}
+
+/* The rounds (share_rounds) on group g of 2^sum(bits) members: elements [lo0, hi0) of buf
+ * hold this member's operand and end with the result. Reduce-scatter: in round i, among the
+ * r members whose numbers differ only in round i's bits (stride s: the product of the earlier
+ * rounds' r), this member sends member e block e of its range (mpiopt_ring_block of r) and keeps
+ * block d (its own digit), which it reduces with the others' in member order: partial results
+ * are of consecutive members, combined in order, so rank order holds for non-commutative ops
+ * where nodes hold consecutive ranks. The allgather sends each round's block back the other way,
+ * rounds in reverse. Bits: every element is reduced once, by its last owner, and copied from
+ * there, so every member receives the same bits. */
+static int share_allreduce_rounds(const mpiopt_coll *g, void *buf, size_t lo0, size_t hi0,
+                                  const int *bits, int rounds)
+{
+    size_t lo[MAX_ROUNDS + 1], hi[MAX_ROUNDS + 1];
+    int stride[MAX_ROUNDS], rc = MPI_SUCCESS, most = 1 << MAX_ROUND_BITS;
+    char *tmp = mpiopt_coll_scratch(g, hi0 - lo0 + (size_t)most);
+    MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)most);
+    if (!tmp || !reqs) {
+        free(reqs);
+        mpiopt_scratch_free(tmp);
+        return MPI_ERR_NO_MEM;
+    }
+    lo[0] = lo0;
+    hi[0] = hi0;
+    for (int i = 0, s = 1; rc == MPI_SUCCESS && i < rounds; s *= 1 << bits[i], i++) {
+        int r = 1 << bits[i], d = g->rank / s % r, base = g->rank - d * s, n = 0;
+        size_t span = hi[i] - lo[i], slot = span / (size_t)r + 1, mlo, mhi, blo, bhi;
+        stride[i] = s;
+        mpiopt_ring_block(span, r, d, &mlo, &mhi);
+        for (int e = 0; rc == MPI_SUCCESS && e < r && mhi > mlo; e++)
+            if (e != d)
+                rc = mpiopt_irecv(g, mpiopt_at(g, tmp, (size_t)e * slot), mhi - mlo, base + e * s,
+                                  &reqs[n++]);
+        for (int e = 0; rc == MPI_SUCCESS && e < r; e++) {
+            mpiopt_ring_block(span, r, e, &blo, &bhi);
+            if (e != d && bhi > blo)
+                rc = mpiopt_isend(g, mpiopt_at(g, buf, lo[i] + blo), bhi - blo, base + e * s,
+                                  &reqs[n++]);
+        }
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_waitall(g, n, reqs);
+        /* block d = x_0 op … op x_{r-1}: the members before d into slot 0, that on the left of
+         * this member's own block (in buf), then the members after it on the right */
+        size_t len = mhi - mlo;
+        char *acc = mpiopt_at(g, buf, lo[i] + mlo);
+        if (len && d > 0) {
+            for (int e = 1; rc == MPI_SUCCESS && e < d; e++)
+                rc = mpiopt_coll_reduce_right(g, tmp, mpiopt_at(g, tmp, (size_t)e * slot), len);
+            if (rc == MPI_SUCCESS)
+                rc = mpiopt_coll_reduce_left(g, tmp, acc, len);
+        }
+        for (int e = d + 1; rc == MPI_SUCCESS && len && e < r; e++)
+            rc = mpiopt_coll_reduce_right(g, acc, mpiopt_at(g, tmp, (size_t)e * slot), len);
+        lo[i + 1] = lo[i] + mlo;
+        hi[i + 1] = lo[i] + mhi;
+    }
+    for (int i = rounds - 1; rc == MPI_SUCCESS && i >= 0; i--) {
+        int s = stride[i], r = 1 << bits[i], d = g->rank / s % r, base = g->rank - d * s, n = 0;
+        size_t span = hi[i] - lo[i], blo, bhi, mine = hi[i + 1] - lo[i + 1];
+        for (int e = 0; rc == MPI_SUCCESS && e < r; e++) {
+            mpiopt_ring_block(span, r, e, &blo, &bhi);
+            if (e != d && bhi > blo)
+                rc = mpiopt_irecv(g, mpiopt_at(g, buf, lo[i] + blo), bhi - blo, base + e * s,
+                                  &reqs[n++]);
+        }
+        for (int e = 0; rc == MPI_SUCCESS && e < r && mine; e++)
+            if (e != d)
+                rc = mpiopt_isend(g, mpiopt_at(g, buf, lo[i + 1]), mine, base + e * s, &reqs[n++]);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_waitall(g, n, reqs);
+    }
+    free(reqs);
+    mpiopt_scratch_free(tmp);
+    return rc;
+}
+
+/* The allreduce of this rank's share, elements [lo, hi) of buf, with its owners on the other
+ * nodes: in rounds of several nodes where the model prices them below the flat algorithm (nodes
+ * of one size, a power of two of them), else the flat algorithm. Every owner of the share
+ * decides alike: same bytes, same model. */
+static int share_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf, size_t lo,
+                               size_t hi, int *group)
+{
+    const mpiopt_node_layout *L = v->L;
+    if (L->nodes > 2 && pow2(L->nodes) && L->min_ranks == L->max_ranks && hi > lo) {
+        const mpiopt_cost_params *P = mpiopt_selection_model();
+        mpiopt_cost_params inter = level_params(P, 0, L->max_ranks);
+        double bytes = (double)(hi - lo) * (double)c->extent, flat_t, rounds_t;
+        int bits[MAX_ROUNDS];
+        flat_algorithm(&inter, 0, L->nodes, bytes, c->commutative, &flat_t);
+        int rounds = share_rounds(P, L->nodes, L->max_ranks, bytes, bits, &rounds_t);
+        if (rounds_t < flat_t) {
+            mpiopt_coll g = owners_of(c, v, v->j, group);
+            return share_allreduce_rounds(&g, buf, lo, hi, bits, rounds);
+        }
+    }
+    return run_between_nodes(c, v, buf, lo, hi, v->j, -1, group);
 }
 
 /* Step 2 of the direct split: for every share this rank owns, in share order. */
@@ -536,7 +711,8 @@ static int halving(const mpiopt_coll *c, const node_view *v, void *buf, size_t c
                                        levels, v->j);
     int root_node = root < 0 ? -1 : v->L->node_of[root];
     if (rc == MPI_SUCCESS)
-        rc = run_between_nodes(c, v, buf, lo, hi, v->j, root_node, group);
+        rc = root < 0 ? share_between_nodes(c, v, buf, lo, hi, group)
+                      : run_between_nodes(c, v, buf, lo, hi, v->j, root_node, group);
     if (rc == MPI_SUCCESS && root < 0) {
         rc = mpiopt_allgather_doubling(&node, buf, count, rank_of, levels, v->j);
     } else if (rc == MPI_SUCCESS && root_node == v->node) {

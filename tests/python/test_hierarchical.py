@@ -119,3 +119,29 @@ def test_whole_vector_rounds_across_nodes(flavour):
         finally:
             os.unlink(f.name)
         assert_all_checks_passed(r, p)
+
+
+@pytest.mark.parametrize("mode", ["blocking", "nonblocking", "persistent"])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_shares_in_rounds_of_several_nodes(flavour, mode):
+    """The shares' allreduce between nodes in rounds of up to 16 nodes at once
+    (share_allreduce_rounds), which the model picks when network steps are dear and further
+    messages cheap: 8 nodes of 2 (one round of 8), 4 nodes of 4 (one of 4), 32 nodes of 1 (two
+    rounds of different sizes: 4 then 8 nodes). Counts smaller than the nodes leave some blocks
+    empty; the non-commutative matrix product checks node order."""
+    require_build(flavour)
+    model = {"alpha": 2e-5, "beta": 1e-9, "gamma": 0, "intra_alpha": 1e-8, "intra_beta": 1e-12}
+    cases = ((16, 2), (16, 4), (32, 1)) if mode == "blocking" else ((16, 2),)
+    for p, k in cases:
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump({"version": 1, "model": dict(model, ranks_per_node=k), "allreduce": [],
+                       "reduce": []}, f)
+        try:
+            r = run_checker(flavour, p, ["--algorithms", "hierarchical", "--comms", "world,split",
+                                         "--mode", mode, "--cases", "minimal", "--counts",
+                                         "1,p-1,p+1,1000,65537"],
+                            timeout=600, env=dict(os.environ, MPIOPT_RANKS_PER_NODE=str(k),
+                                                  MPIOPT_TUNING_FILE=f.name))
+        finally:
+            os.unlink(f.name)
+        assert_all_checks_passed(r, p)
