@@ -96,13 +96,14 @@ def test_help_has_an_example():
 @pytest.mark.skipif(not smpi.available(), reason="SimGrid SMPI not installed")
 def test_measure_prices_with_the_patterns_of_the_simulated_machine():
     """On a 32-node torus the far steps share links: with the measured patterns recursive
-    doubling costs more at 64 KiB than with one α and β for every message."""
+    doubling costs more at 64 KiB than with one α and β for every message (1.12x since the
+    patterns are timed from a common start; 1.2x before, with the barrier's skew in them)."""
     def rd(*extra):
         r = mpiopt("model", "--ranks", "32", "--sizes", "64K", "--platform", "torus", "--json",
                    *extra)
         assert r.returncode == 0, r.stderr
         return by(json.loads(r.stdout), "algorithm")["recursive_doubling"]["seconds"]
-    assert rd("--measure") > 1.2 * rd()
+    assert rd("--measure") > 1.08 * rd()
 
 
 @needs_build
