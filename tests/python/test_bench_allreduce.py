@@ -248,6 +248,7 @@ def test_oversubscribed_runs_are_labelled_and_count_towards_no_bar(tmp_path):
     (["--iterations", "0"], "at least 1"),
     (["--operations", "allgather"], "bad --operations"),
     (["--mpi", "/nonexistent/mpi"], "is not an MPI installation: no bin/mpicc"),
+    (["--repeat", "0"], "--repeat must be at least 1"),
 ])
 def test_mpiopt_bench_allreduce_bad_input_writes_nothing(tmp_path, args, message):
     r = mpiopt("bench", "allreduce", "--results", str(tmp_path / "res"), *args)
@@ -286,3 +287,52 @@ def test_bench_against_an_installed_mpi(tmp_path):
     (summary,) = out["summary"]
     assert summary["flavour"] == run["flavour"] and set(summary["vendor_over_auto"]) == {"8", "65536"}
     assert (mpi.repo_root() / "build" / run["flavour"] / "lib" / "libmpiopt.so").exists()
+
+
+def test_repetitions_combine_into_medians_and_per_run_ratios():
+    """--repeat: a column's figures at a size are their medians over the runs, and vendor/auto is
+    the median of each run's own ratio, not the ratio of the medians (a run that is slow
+    throughout slows both columns). Three made-up runs at one size: vendor 10, 30, 20 µs and auto
+    5, 10, 40 µs give times 20 and 10 (ratio of medians 2.0) but run ratios 2.0, 3.0, 0.5: 2.0;
+    a second size's run ratios 1, 4, 2 give 2 where the medians (2, 1) would also say 2, so the
+    third size (vendor 1, 9, 4; auto 1, 1, 4: ratios 1, 9, 1 -> 1; medians 4 / 1 = 4) tells them
+    apart."""
+    from mpiopt.benchmarks.allreduce import combine_repetitions, auto_ratios, summarize
+
+    def run(columns):
+        rows = [{"algorithm": alg, "bytes": size, "avg_us": t, "max_us": t, "min_us": t,
+                 "median_us": t} for size, times in columns.items() for alg, t in times.items()]
+        return {"flavour": "x", "ranks": 2, "operation": "allreduce", "results": rows}
+
+    runs = [run({8: {"vendor": 10, "auto": 5}, 16: {"vendor": 1, "auto": 1}, 32: {"vendor": 1, "auto": 1}}),
+            run({8: {"vendor": 30, "auto": 10}, 16: {"vendor": 4, "auto": 1}, 32: {"vendor": 9, "auto": 1}}),
+            run({8: {"vendor": 20, "auto": 40}, 16: {"vendor": 2, "auto": 1}, 32: {"vendor": 4, "auto": 4}})]
+    doc = combine_repetitions(runs)
+    assert doc["repetitions"] == 3
+    times = {(r["bytes"], r["algorithm"]): r["avg_us"] for r in doc["results"]}
+    assert times[(8, "vendor")] == 20 and times[(8, "auto")] == 10
+    assert times[(32, "vendor")] == 4 and times[(32, "auto")] == 1
+    assert auto_ratios(doc) == {8: 2.0, 16: 2.0, 32: 1.0}
+    assert summarize(doc)["vendor_over_auto"] == {"8": 2.0, "16": 2.0, "32": 1.0}
+    json.dumps(doc)     # what --json prints and results/*.json hold
+    assert combine_repetitions(runs[:1]) is runs[0]
+
+
+@needs_build
+def test_mpiopt_bench_allreduce_repeat(tmp_path):
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8,1K",
+               "--algorithms", "vendor,auto", "--operations", "allreduce", "--iterations", "3",
+               "--warmup", "0", "--repeat", "3", "--no-overhead", "--results", str(tmp_path), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    [run] = out["runs"]
+    assert run["repetitions"] == 3
+    for stat, per_size in run["run_ratios"].items():
+        assert set(per_size) == {"8", "1024"} and all(len(v) == 3 for v in per_size.values())
+    [summary] = out["summary"]
+    for size, values in run["run_ratios"]["avg_us"].items():
+        assert summary["vendor_over_auto"][size] == pytest.approx(sorted(values)[1], abs=1e-4)
+    people = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8",
+                    "--algorithms", "vendor,auto", "--operations", "allreduce", "--iterations", "2",
+                    "--warmup", "0", "--repeat", "2", "--no-overhead", "--results", str(tmp_path))
+    assert people.returncode == 0 and "medians of 2 runs" in people.stdout

@@ -38,6 +38,7 @@ EXAMPLE = """examples:
   mpiopt bench allreduce -np 2 --sizes 8:64K --iterations 200 --json
   mpiopt bench allreduce --nonblocking            MPI_Iallreduce overlap (OSU method), p = 2, 1K..1M
   mpiopt bench allreduce -np 2 --mpi build/mpis/impi --mpi /opt/openmpi-5   against installed MPIs
+  mpiopt bench allreduce -np 2 --repeat 5        medians of 5 interleaved runs (a noisy machine)
 """
 
 BENCH_BINARY = "mpiopt-allreduce"
@@ -155,7 +156,12 @@ def by_size(doc: dict) -> dict[int, dict[str, dict]]:
 
 
 def auto_ratios(doc: dict, stat: str = OSU_STAT) -> dict[int, float]:
-    """vendor_time / auto_time per size (> 1: auto is faster), on OSU's figure unless told."""
+    """vendor_time / auto_time per size (> 1: auto is faster), on OSU's figure unless told. For a
+    document combined from repetitions: the median of each run's own ratio (a ratio is measured
+    within one run; a slow run slows both columns)."""
+    runs = doc.get("run_ratios", {}).get(stat)
+    if runs is not None:
+        return {int(size): median(values) for size, values in sorted(runs.items(), key=lambda kv: int(kv[0]))}
     out = {}
     for size, rows in sorted(by_size(doc).items()):
         if "vendor" in rows and "auto" in rows and rows["auto"][stat] > 0:
@@ -170,6 +176,35 @@ def median(values) -> float:
 
 def bar_holds(ratios: dict[int, float]) -> bool:
     return bool(ratios) and min(ratios.values()) >= BAR_ANY and median(ratios.values()) >= BAR_MEDIAN
+
+
+MEDIAN_FIELDS = ("avg_us", "max_us", "min_us", "median_us", "bandwidth_mb_s")
+
+
+def combine_repetitions(docs: list[dict]) -> dict:
+    """One document from runs of the same benchmark (--repeat): every figure of a column at a size
+    is its median over the runs, and `run_ratios` keeps each run's own vendor/auto per size, which
+    auto_ratios takes the median of. One run: returned as it is."""
+    if len(docs) == 1:
+        return docs[0]
+    out = dict(docs[0], repetitions=len(docs))
+    rows: dict[tuple, list[dict]] = {}
+    for doc in docs:
+        for row in doc["results"]:
+            rows.setdefault((row["bytes"], row["algorithm"]), []).append(row)
+    out["results"] = []
+    for row in docs[0]["results"]:
+        group = rows[(row["bytes"], row["algorithm"])]
+        out["results"].append(dict(row, **{k: median([g[k] for g in group]) for k in MEDIAN_FIELDS
+                                           if all(k in g for g in group)}))
+    out["run_ratios"] = {}
+    for stat in (OSU_STAT, SLOWEST_STAT):
+        per_size: dict[str, list[float]] = {}
+        for doc in docs:
+            for size, ratio in auto_ratios(doc, stat).items():
+                per_size.setdefault(str(size), []).append(ratio)
+        out["run_ratios"][stat] = per_size
+    return out
 
 
 # The defaults of the sweep and of --nonblocking (which has its own): -np, --sizes, --algorithms
@@ -207,6 +242,11 @@ def add_arguments(p) -> None:
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the hand-off overhead measurement (mpiopt-allreduce --overhead)")
     p.add_argument("--validate", action="store_true", help="also check every result (-c)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run the whole sweep N times, interleaved (every MPI, operation and "
+                        "process count once, then again); a size's figures are the medians over "
+                        "the N runs, and its vendor/auto the median of the N runs' own ratios "
+                        "(default 1; 5 on a machine whose runs vary)")
     p.add_argument("--time-limit", type=float, default=1.0, metavar="SECONDS",
                    help="cut a size's iterations after about this long, keeping at least 3 (default 1; "
                    "0 = never): oversubscribed MPICH takes milliseconds per call here")
@@ -227,6 +267,8 @@ def _check_args(args) -> tuple[list[str], list[int], list[int]]:
         if getattr(args, name, None) is None:
             setattr(args, name, value)
     check_counts(args)
+    if getattr(args, "repeat", 1) < 1:
+        raise UsageError("--repeat must be at least 1")
     ranks = parse_ranks(args.np)
     sizes = parse_sizes(args.sizes, minimum=1)
     if len(sizes) > MAX_SIZES:
@@ -317,27 +359,33 @@ def run(args) -> int:
     operations = ["reduce"] if args.reduce else parse_names(args.operations, "--operations",
                                                              ["allreduce", "reduce"])
     console = report_console(stderr=args.json)
-    docs, overhead, failures = [], [], []
+    runs: dict[tuple, list[dict]] = {}     # (flavour, operation, np): one document a repetition
+    overhead, failures = [], []
+    repeat = getattr(args, "repeat", 1)
     with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("allreduce benchmark", total=len(flavours) * (len(ranks) * len(operations) + 1))
+        task = progress.add_task("allreduce benchmark",
+                                 total=len(flavours) * (repeat * len(ranks) * len(operations) + 1))
+        for rep in range(repeat):
+            for flavour in flavours:
+                for operation in operations:
+                    for np in ranks:
+                        progress.update(task, description=f"{operation}: {flavour}, {np} ranks"
+                                        + (f" (run {rep + 1} of {repeat})" if repeat > 1 else ""))
+                        try:
+                            doc = measure(flavour, np, sizes, sweep_columns(args.algorithms, operation),
+                                          args.iterations, args.warmup,
+                                          args.iterations_large, args.warmup_large, args.type, args.op,
+                                          operation == "reduce", args.validate, args.time_limit)
+                            doc["oversubscribed"] = oversubscribed(np)
+                            doc["cores"] = os.cpu_count() or 1
+                            runs.setdefault((flavour, operation, np), []).append(doc)
+                        except RuntimeError as e:
+                            if "unknown data type" in str(e):  # the C program knows the types
+                                raise UsageError(str(e).splitlines()[-1])
+                            failures.append(str(e))  # the other runs still count: report them too
+                            console.print(f"[red]error:[/red] {e}")
+                        progress.advance(task)
         for flavour in flavours:
-            for operation in operations:
-                for np in ranks:
-                    progress.update(task, description=f"{operation}: {flavour}, {np} ranks")
-                    try:
-                        doc = measure(flavour, np, sizes, sweep_columns(args.algorithms, operation),
-                                      args.iterations, args.warmup,
-                                      args.iterations_large, args.warmup_large, args.type, args.op,
-                                      operation == "reduce", args.validate, args.time_limit)
-                        doc["oversubscribed"] = oversubscribed(np)
-                        doc["cores"] = os.cpu_count() or 1
-                        docs.append(doc)
-                    except RuntimeError as e:
-                        if "unknown data type" in str(e):  # the C program knows the types
-                            raise UsageError(str(e).splitlines()[-1])
-                        failures.append(str(e))  # the other runs still count: report them too
-                        console.print(f"[red]error:[/red] {e}")
-                    progress.advance(task)
             if not args.no_overhead:
                 progress.update(task, description=f"hand-off overhead: {flavour}")
                 try:
@@ -346,6 +394,7 @@ def run(args) -> int:
                     failures.append(str(e))
                     console.print(f"[red]error:[/red] {e}")
             progress.advance(task)
+    docs = [combine_repetitions(group) for group in runs.values()]
     if not docs:
         return 1
 
@@ -387,6 +436,9 @@ def print_table(console, doc: dict) -> None:
     op = "MPI_Reduce" if doc["operation"] == "reduce" else "MPI_Allreduce"
     over = doc.get("oversubscribed")
     note = f" [bold yellow]OVERSUBSCRIBED: {doc['ranks']} ranks on {doc.get('cores', '?')} cores[/]" if over else ""
+    if doc.get("repetitions"):
+        note = (f"; medians of {doc['repetitions']} runs (vendor/auto: the median of each run's "
+                f"own ratio)") + note
     table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
                   f"latency (us), OSU's figure: every rank's mean averaged over the ranks, a barrier "
                   f"before each call{note}", title_justify="left")
