@@ -21,7 +21,7 @@
  *
  * The m-1 messages of a step leave at once, so the intra-node term is priced as their latency
  * once and their bytes in sequence (they share the node's memory bandwidth): see
- * mpiopt_cost_hierarchical.
+ * mpiopt_cost_hierarchical in hierarchical_cost.c, which holds all of the pricing.
  *
  * Bracketing (bit for bit): each node's partial result is ((x_0 op x_1) op x_2) ... over its ranks
  * in rank order; the nodes' partial results are combined as the flat algorithm brackets N
@@ -34,206 +34,9 @@
  *
  * Everything is point-to-point on the private communicator, so nonblocking and persistent calls
  * record it into a schedule like every other algorithm. */
-#include <math.h>
 #include <stdlib.h>
 #include "coll.h"
-
-/* The parameters of one level: inside a node (intra = 1: intra_alpha, intra_beta where set), or
- * between nodes (intra = 0: alpha, beta), where the node's `flows` ranks send at once through
- * its one link, each at 1/flows of its bandwidth. Patterns measured on all ranks are neither's. */
-static mpiopt_cost_params level_params(const mpiopt_cost_params *P, int intra, int flows)
-{
-    mpiopt_cost_params l = {.alpha = P->alpha, .beta = P->beta * flows, .gamma = P->gamma};
-    if (intra && P->intra_alpha > 0)
-        l.alpha = P->intra_alpha;
-    if (intra && P->intra_beta > 0)
-        l.beta = P->intra_beta;
-    return l;
-}
-
-/* The flat algorithm (and its cost in *t) for one level: the cheapest the cost model names for
- * p processes and the bytes, among those that fit the op (never this one, nor shared_memory,
- * which needs one node). A function of facts every rank of the level agrees on. */
-static mpiopt_algorithm flat_algorithm(const mpiopt_cost_params *level, int is_reduce, int p,
-                                       double bytes, int commutative, double *t)
-{
-    mpiopt_algorithm best = is_reduce ? MPIOPT_ALG_BINOMIAL : MPIOPT_ALG_RABENSEIFNER;
-    double best_t = -1;
-    for (int a = 0; a < MPIOPT_ALG_COUNT; a++) {
-        if (!mpiopt_algorithms[a].cost || a == MPIOPT_ALG_HIERARCHICAL ||
-            a == MPIOPT_ALG_SHARED_MEMORY || !mpiopt_algorithm_fits(a, p, commutative))
-            continue;
-        double ta = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, p, bytes, level);
-        if (ta >= 0 && (best_t < 0 || ta < best_t)) {
-            best_t = ta;
-            best = (mpiopt_algorithm)a;
-        }
-    }
-    if (t)
-        *t = best_t < 0 ? 0 : best_t;
-    return best;
-}
-
-/* The two ways of splitting the work (see the top): the predicted seconds of the whole vector
- * on every owner (*whole) and of shares (*shares), for `nodes` nodes of m ranks and n bytes. */
-static int pow2(int x)
-{
-    return x > 0 && (x & (x - 1)) == 0;
-}
-
-/* log2 of a power of two */
-static int log2_of(int x)
-{
-    int l = 0;
-    while ((1 << l) < x)
-        l++;
-    return l;
-}
-
-/* The network part of a whole-vector round that takes `bits` bits of the node number from
- * `shift` up: m - m/r ranks of each node swap at once with nodes up to (r - 1) << shift away.
- * With patterns measured for this job (every rank sending to the rank 2^k away, k the farthest
- * partner's bit), that step's α prices it and its β (all m ranks of a node sending) is scaled to
- * the ranks that do; else the network's α, β with that many flows. */
-static double round_swap_cost(const mpiopt_cost_params *P, int nodes, int m, int shift, int bits,
-                              double n)
-{
-    int r = 1 << bits, flows = m - m / r, k = shift + bits - 1 + log2_of(m);
-    if (P->exchange_ranks == nodes * m && k < P->exchange_steps && P->step[k].alpha > 0)
-        return P->step[k].alpha + n * P->step[k].beta * flows / m;
-    mpiopt_cost_params inter = level_params(P, 0, flows);
-    return inter.alpha + n * inter.beta;
-}
-
-/* The whole-vector allreduce across nodes by rounds of `lb` bits of the node number (the last
- * round fewer), each node combining with up to 2^lb - 1 others at once (whole_allreduce_radix):
- * its predicted seconds. In a round of r < m nodes the node's m / r subgroups of r ranks all do
- * the round's work. */
-static double radix_cost(const mpiopt_cost_params *intra, const mpiopt_cost_params *P, int nodes,
-                         int m, double n, int lb)
-{
-    int ln = log2_of(nodes);
-    double t = 0;
-    if (lb < 1 || lb > log2_of(m))
-        return 1e30;    /* one rank a node: no round can take more than one other node */
-    for (int shift = 0; shift < ln; shift += lb) {
-        int bits = ln - shift < lb ? ln - shift : lb;
-        t += round_swap_cost(P, nodes, m, shift, bits, n);
-        t += mpiopt_cost_seconds(MPIOPT_ALG_RECURSIVE_DOUBLING, 0, 1 << bits, n, intra);
-    }
-    return t;
-}
-
-/* The bits a round (1 … log2 m) whose rounds cost least, their cost in *t. Fewer rounds mean
- * fewer network messages in sequence; shorter ones may keep the first rounds' partners near
- * (under one leaf switch): the measured patterns decide. A function of the model and the layout,
- * the same on every rank. */
-static int radix_bits(const mpiopt_cost_params *intra, const mpiopt_cost_params *P, int nodes,
-                      int m, double n, double *t)
-{
-    int best = log2_of(m);
-    *t = radix_cost(intra, P, nodes, m, n, best);
-    for (int lb = best - 1; lb >= 1; lb--) {
-        double tl = radix_cost(intra, P, nodes, m, n, lb);
-        if (tl < *t) {
-            *t = tl;
-            best = lb;
-        }
-    }
-    return best;
-}
-
-/* ---- the shares between nodes in rounds of several nodes at once ----
- * After the node's reduce-scatter every rank owns a share of n/m bytes, and the owners of a share
- * on the N nodes (a power of two) allreduce it. Rabenseifner between them takes 2 log2 N network
- * steps in sequence; at 64 KiB on 64 nodes of 16 those latencies are most of the time. Rounds of
- * r = 2^bits nodes take the bits of the node number from the lowest up: in a round each owner
- * sends the r - 1 other members of its block their pieces of its range at once, receives its own
- * piece from each and reduces them in node order (reduce-scatter); the allgather sends the same
- * messages the other way, rounds in reverse. log_r N steps each way instead of log2 N, for r - 2
- * further messages a step. */
-#define MAX_ROUND_BITS 4    /* up to 16 nodes a round */
-#define MAX_ROUNDS 32
-
-/* One step (either way) of a round of 2^bits nodes 2^shift apart on `bytes` a rank, all m ranks
- * of a node sending at once: the farthest partner's measured step α and β where the job's
- * patterns are known (else the network's), each further message at the node's α (what a message
- * costs the processes that post and match it is at most an intra-node message's latency; SMPI's
- * fat-tree: 0.53 µs a further message, against 0.70 for an intra-node step), and the r - 1
- * pieces through the node's link. */
-static double share_step_cost(const mpiopt_cost_params *P, const mpiopt_cost_params *intra,
-                              int nodes, int m, int shift, int bits, double bytes)
-{
-    int r = 1 << bits, k = shift + bits - 1 + log2_of(m);
-    mpiopt_cost_params inter = level_params(P, 0, m);
-    double alpha = inter.alpha, beta = inter.beta;   /* beta: with the node's m ranks sending */
-    if (P->exchange_ranks == nodes * m && k < P->exchange_steps && P->step[k].alpha > 0) {
-        alpha = P->step[k].alpha;
-        beta = P->step[k].beta;
-    }
-    return alpha + (r - 2) * intra->alpha + (r - 1) * (bytes / r) * beta;
-}
-
-/* The rounds (bits[i] bits of the node number each, lowest first) whose reduce-scatter and
- * allgather of `bytes` cost least: dynamic programming over the bits taken, since a round's cost
- * depends only on where it starts (its bytes are bytes / 2^shift). Returns their number; their
- * cost in *t. The same on every rank: a function of the model and the layout. */
-static int share_rounds(const mpiopt_cost_params *P, int nodes, int m, double bytes, int *bits,
-                        double *t)
-{
-    int ln = log2_of(nodes), take[MAX_ROUNDS + 1];
-    double best[MAX_ROUNDS + 1];
-    mpiopt_cost_params intra = level_params(P, 1, 1);
-    best[ln] = 0;
-    for (int s = ln - 1; s >= 0; s--) {
-        double b = ldexp(bytes, -s);
-        best[s] = -1;
-        for (int lb = 1; lb <= MAX_ROUND_BITS && s + lb <= ln; lb++) {
-            double r = (double)(1 << lb);
-            double ts = 2 * share_step_cost(P, &intra, nodes, m, s, lb, b) +
-                        (r - 1) * (b / r) * P->gamma + best[s + lb];
-            if (best[s] < 0 || ts < best[s]) {
-                best[s] = ts;
-                take[s] = lb;
-            }
-        }
-    }
-    int n = 0;
-    for (int s = 0; s < ln; s += take[s])
-        bits[n++] = take[s];
-    *t = best[0];
-    return n;
-}
-
-static void variant_costs(const mpiopt_cost_params *P, int is_reduce, int nodes, int m, double n,
-                          int uniform, double *whole, double *shares)
-{
-    /* between nodes all m ranks of a node send at once: the whole vector each (allreduce; a
-     * reduce's first ranks alone), or a share each */
-    mpiopt_cost_params intra = level_params(P, 1, 1), inter = level_params(P, 0, m);
-    mpiopt_cost_params inter_whole = level_params(P, 0, is_reduce ? 1 : m);
-    double node_t, net_t;
-    /* whole: the node's allreduce (reduce) by the cheapest flat algorithm, then the network's */
-    flat_algorithm(&intra, is_reduce, m, n, 1, &node_t);
-    flat_algorithm(&inter_whole, is_reduce, nodes, n, 1, &net_t);
-    *whole = node_t + net_t + (is_reduce ? intra.alpha + n * intra.beta : 0);
-    if (!is_reduce && uniform && m > 1 && nodes > 1 && pow2(m) && pow2(nodes)) {
-        double rounds;
-        radix_bits(&intra, P, nodes, m, n, &rounds);
-        double radix = mpiopt_cost_seconds(MPIOPT_ALG_RECURSIVE_DOUBLING, 0, m, n, &intra) + rounds;
-        *whole = radix < *whole ? radix : *whole;
-    }
-    /* shares: halving and doubling inside the node (Rabenseifner's terms), the network on n/m */
-    node_t = mpiopt_cost_seconds(MPIOPT_ALG_RABENSEIFNER, is_reduce, m, n, &intra);
-    flat_algorithm(&inter, is_reduce, nodes, n / m, 1, &net_t);
-    if (!is_reduce && uniform && pow2(nodes)) {
-        int bits[MAX_ROUNDS];
-        double rounds;
-        share_rounds(P, nodes, m, n / m, bits, &rounds);
-        net_t = rounds < net_t ? rounds : net_t;
-    }
-    *shares = node_t + net_t;
-}
+#include "hierarchical.h"
 
 /* What one call needs to know about this rank's node. */
 typedef struct {
@@ -369,8 +172,9 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
     if (L->nodes == 1 || hi == lo)
         return MPI_SUCCESS;
     mpiopt_coll g = owners_of(c, v, share, group);
-    mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0, v->L->max_ranks);
-    mpiopt_algorithm a = flat_algorithm(&inter, root_node >= 0, L->nodes,
+    mpiopt_cost_params inter = mpiopt_hier_level_params(mpiopt_selection_model(), 0,
+                                                        v->L->max_ranks);
+    mpiopt_algorithm a = mpiopt_hier_flat_algorithm(&inter, root_node >= 0, L->nodes,
                                         (double)(hi - lo) * (double)c->extent, c->commutative,
                                         NULL);
     const mpiopt_algorithm_info *alg = &mpiopt_algorithms[a];
@@ -378,7 +182,7 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
                          : alg->reduce(&g, mpiopt_at(c, buf, lo), hi - lo, root_node);
 }
 
-/* The rounds (share_rounds) on group g of 2^sum(bits) members: elements [lo0, hi0) of buf
+/* The rounds (mpiopt_hier_share_rounds) on group g of 2^sum(bits) members: elements [lo0, hi0) of buf
  * hold this member's operand and end with the result. Reduce-scatter: in round i, among the
  * r members whose numbers differ only in round i's bits (stride s: the product of the earlier
  * rounds' r), this member sends member e block e of its range (mpiopt_ring_block of r) and keeps
@@ -463,11 +267,11 @@ static int share_between_nodes(const mpiopt_coll *c, const node_view *v, void *b
     const mpiopt_node_layout *L = v->L;
     if (L->nodes > 2 && pow2(L->nodes) && L->min_ranks == L->max_ranks && hi > lo) {
         const mpiopt_cost_params *P = mpiopt_selection_model();
-        mpiopt_cost_params inter = level_params(P, 0, L->max_ranks);
+        mpiopt_cost_params inter = mpiopt_hier_level_params(P, 0, L->max_ranks);
         double bytes = (double)(hi - lo) * (double)c->extent, flat_t, rounds_t;
         int bits[MAX_ROUNDS];
-        flat_algorithm(&inter, 0, L->nodes, bytes, c->commutative, &flat_t);
-        int rounds = share_rounds(P, L->nodes, L->max_ranks, bytes, bits, &rounds_t);
+        mpiopt_hier_flat_algorithm(&inter, 0, L->nodes, bytes, c->commutative, &flat_t);
+        int rounds = mpiopt_hier_share_rounds(P, L->nodes, L->max_ranks, bytes, bits, &rounds_t);
         if (rounds_t < flat_t) {
             mpiopt_coll g = owners_of(c, v, v->j, group);
             return share_allreduce_rounds(&g, buf, lo, hi, bits, rounds);
@@ -544,7 +348,7 @@ static int view_of(const mpiopt_coll *c, node_view *v, int *rc)
 static int whole_vector(const mpiopt_coll *c, const node_view *v, int is_reduce, size_t count)
 {
     double whole, shares;
-    variant_costs(mpiopt_selection_model(), is_reduce, v->L->nodes, v->L->max_ranks,
+    mpiopt_hier_variant_costs(mpiopt_selection_model(), is_reduce, v->L->nodes, v->L->max_ranks,
                   (double)count * (double)c->extent, v->L->min_ranks == v->L->max_ranks, &whole,
                   &shares);
     return whole <= shares;
@@ -570,18 +374,19 @@ static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, 
     if (L->min_ranks == L->max_ranks && pow2(v->m) && pow2(L->nodes) && L->nodes > 1 &&
         v->m > 1) {
         /* the cheaper of the two ways between nodes, as whole_vector priced them */
-        mpiopt_cost_params intra1 = level_params(mpiopt_selection_model(), 1, 1);
-        mpiopt_cost_params inter = level_params(mpiopt_selection_model(), 0, v->m);
+        mpiopt_cost_params intra1 = mpiopt_hier_level_params(mpiopt_selection_model(), 1, 1);
+        mpiopt_cost_params inter = mpiopt_hier_level_params(mpiopt_selection_model(), 0, v->m);
         double n = (double)count * (double)c->extent, flat_t, rounds;
-        flat_algorithm(&inter, 0, L->nodes, n, 1, &flat_t);
-        int lb = radix_bits(&intra1, mpiopt_selection_model(), L->nodes, v->m, n, &rounds);
+        mpiopt_hier_flat_algorithm(&inter, 0, L->nodes, n, 1, &flat_t);
+        int lb = mpiopt_hier_radix_bits(&intra1, mpiopt_selection_model(), L->nodes, v->m, n,
+                                        &rounds);
         if (rounds <= flat_t)
             return whole_allreduce_radix(c, v, buf, count, lb);
     }
-    mpiopt_cost_params intra = level_params(mpiopt_selection_model(), 1, 1);
+    mpiopt_cost_params intra = mpiopt_hier_level_params(mpiopt_selection_model(), 1, 1);
     double bytes = (double)count * (double)c->extent;
     mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
-    mpiopt_algorithm a = flat_algorithm(&intra, 0, v->m, bytes, c->commutative, NULL);
+    mpiopt_algorithm a = mpiopt_hier_flat_algorithm(&intra, 0, v->m, bytes, c->commutative, NULL);
     if (a != MPIOPT_ALG_RECURSIVE_DOUBLING && a != MPIOPT_ALG_RABENSEIFNER)
         a = MPIOPT_ALG_RECURSIVE_DOUBLING;
     int rc = MPI_SUCCESS;
@@ -761,15 +566,4 @@ int mpiopt_reduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count, in
     if (rc == MPI_SUCCESS && v.L->node_of[root] == v.node)
         rc = return_to_node(c, &v, buf, count, root);
     return rc;
-}
-
-double mpiopt_cost_hierarchical(const mpiopt_cost_call *x, int is_reduce)
-{
-    /* priced only where the node layout is known: ranks_per_node > 1 on >= 2 nodes */
-    int m = x->ranks_per_node, nodes = m > 0 ? (x->p + m - 1) / m : 0;
-    if (m < 2 || nodes < 2)
-        return -1;
-    double whole, shares;
-    variant_costs(x->params, is_reduce, nodes, m, x->n, x->p % m == 0, &whole, &shares);
-    return whole < shares ? whole : shares;
 }
