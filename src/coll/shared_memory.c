@@ -211,9 +211,9 @@ static int window_of(const mpiopt_coll *c, node_window **out)
     return MPI_SUCCESS;
 }
 
-static void publish(node_window *w, const ring *g, uint64_t call)
+static void publish(node_window *w, uint64_t call)
 {
-    __atomic_store_n(&ring_buffer(g, w->mine, call)->call, call, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring_buffer(w->mine, call)->call, call, __ATOMIC_RELEASE);
 }
 
 /* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
@@ -228,10 +228,10 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_
         return;
     uint64_t needed = call - SMALL_BUFFERS + 1, least = UINT64_MAX;
     for (int r = 0; r < c->size; r++) {
-        uint64_t seen = __atomic_load_n(&ring_buffer(g, w->all[r], call - 1)->call,
+        uint64_t seen = __atomic_load_n(&ring_buffer(w->all[r], call - 1)->call,
                                         __ATOMIC_ACQUIRE);
         if (seen < needed)
-            seen = mpiopt_shm_wait(&ring_buffer(g, w->all[r], needed)->call, needed);
+            seen = mpiopt_shm_wait(&ring_buffer(w->all[r], needed)->call, needed);
         least = seen < least ? seen : least;
     }
     g->writable_until = least + SMALL_BUFFERS - 1;
@@ -239,10 +239,10 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_
 
 /* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
  * it reads its own input where the caller left it. */
-static const void *input_of(const mpiopt_coll *c, const node_window *w, const ring *g,
+static const void *input_of(const mpiopt_coll *c, const node_window *w,
                             uint64_t call, const void *mine, int r, size_t first)
 {
-    const char *base = r == c->rank && mine ? mine : ring_buffer(g, w->all[r], call)->data;
+    const char *base = r == c->rank && mine ? mine : ring_buffer(w->all[r], call)->data;
     return base + first * c->extent;
 }
 
@@ -280,7 +280,7 @@ int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *
 
 /* Elements [first, first + count) of this call's p inputs in the window (this rank's in `mine`
  * when it reads its own input where the caller left it) reduced into buf. */
-static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, const ring *g,
+static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w,
                                 uint64_t call, const void *mine, size_t first, void *buf,
                                 size_t count, const fold_space *f)
 {
@@ -288,7 +288,7 @@ static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w, cons
     if (!in)
         return MPI_ERR_NO_MEM;
     for (int r = 0; r < c->size; r++)
-        in[r] = input_of(c, w, g, call, mine, r, first);
+        in[r] = input_of(c, w, call, mine, r, first);
     return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
 }
 
@@ -303,13 +303,13 @@ static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, s
  * result buffer and publishes it, then copies every rank's share into `out`. A rank writes
  * result[call % RESULT_BUFFERS] only after every input of `call` is published, so every rank has
  * finished call - 1, and read call - 1's results. */
-static int scatter_gather_piece(const mpiopt_coll *c, node_window *w, const ring *g,
+static int scatter_gather_piece(const mpiopt_coll *c, node_window *w,
                                 uint64_t call, void *out, size_t count, const fold_space *f)
 {
     size_t first, n;
     share_of(c, c->rank, count, &first, &n);
     buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
-    int rc = n ? reduce_window_inputs(c, w, g, call, NULL, first, mine->data, n, f)
+    int rc = n ? reduce_window_inputs(c, w, call, NULL, first, mine->data, n, f)
                : MPI_SUCCESS;
     __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
     /* this rank's own share first (in cache), then the others' as they come */
@@ -335,23 +335,23 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_
         mine = in;          /* nobody else reads a reduce root's input: it stays where it is */
     } else {
         wait_writable(c, w, g, call);
-        memcpy(ring_buffer(g, w->mine, call)->data, in, count * c->extent);
+        memcpy(ring_buffer(w->mine, call)->data, in, count * c->extent);
     }
     if (c->rank != root) {
-        publish(w, g, call);
+        publish(w, call);
         if (root >= 0)
             return MPI_SUCCESS;     /* a reduce's other ranks: the root reads their input */
     }
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            mpiopt_shm_wait(&ring_buffer(g, w->all[r], call)->call, call);
+            mpiopt_shm_wait(&ring_buffer(w->all[r], call)->call, call);
     int rc;
     if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
-        rc = scatter_gather_piece(c, w, g, call, out, count, f);
+        rc = scatter_gather_piece(c, w, call, out, count, f);
     else
-        rc = reduce_window_inputs(c, w, g, call, mine, 0, out, count, f);
+        rc = reduce_window_inputs(c, w, call, mine, 0, out, count, f);
     if (c->rank == root)
-        publish(w, g, call);   /* a reduce's root: once it has read the others' inputs */
+        publish(w, call);   /* a reduce's root: once it has read the others' inputs */
     /* every rank has published call, so has read call - 1's inputs (and results) */
     g->writable_until = call + SMALL_BUFFERS - 1;
     return rc;

@@ -160,7 +160,7 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
 
     /* the window's ring counts this call as every other: its number published in its buffer (no
      * input in it), and every rank has finished every call before it */
-    post(&ring_buffer(&w->small, w->mine, call)->call, call);
+    post(&ring_buffer(w->mine, call)->call, call);
     w->small.writable_until = call + SMALL_BUFFERS - 1;
     free(f.value);
     free(inputs);

@@ -128,9 +128,9 @@ static void free_fold(fold_space *f)
 #define REDUCE_PIECES 8
 #define MIN_CHUNK_BYTES 8192
 
-static size_t chunk_elements(size_t count, size_t extent, size_t pieces)
+static size_t chunk_elements(size_t count, size_t extent)
 {
-    size_t chunk = (count * extent / pieces + 63) & ~(size_t)63;    /* whole cache lines */
+    size_t chunk = (count * extent / REDUCE_PIECES + 63) & ~(size_t)63;    /* whole cache lines */
     chunk = chunk < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES : chunk > STAGE_BYTES ? STAGE_BYTES : chunk;
     return chunk / extent ? chunk / extent : 1;     /* extent <= STAGE_BYTES: the caller's check */
 }
@@ -193,7 +193,7 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
                              size_t count, int root)
 {
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
-    size_t extent = c->extent, per_chunk = chunk_elements(count, extent, REDUCE_PIECES);
+    size_t extent = c->extent, per_chunk = chunk_elements(count, extent);
     if (me != root) {
         for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
             size_t m = count - at < per_chunk ? count - at : per_chunk;
