@@ -39,7 +39,13 @@ int mpiopt_allreduce_planned(const void *sendbuf, void *recvbuf, int count, MPI_
     mpiopt_report_call(MPIOPT_CALL_ALLREDUCE, plan.algorithm, plan.why);
     if (plan.algorithm == MPIOPT_ALG_VENDOR)
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    if (!plan.measuring)
+        return mpiopt_raise(comm, mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype,
+                                                       op, comm, NULL));
+    double start = PMPI_Wtime();
     int rc = mpiopt_allreduce_run(&plan, sendbuf, recvbuf, count, datatype, op, comm, NULL);
+    mpiopt_measured_record(&plan.coll, (size_t)count, mpiopt_predefined_op(op),
+                           PMPI_Wtime() - start);
     return mpiopt_raise(comm, rc);
 }
 

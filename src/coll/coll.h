@@ -16,6 +16,7 @@
 
 typedef struct mpiopt_schedule mpiopt_schedule;   /* schedule.h */
 typedef struct mpiopt_node_window mpiopt_node_window;   /* shared_memory.c */
+typedef struct mpiopt_measured mpiopt_measured;         /* measured.c */
 
 /* Which ranks of a communicator share a node (node_layout.c). Nodes are numbered in the order of
  * their lowest rank; a node's ranks are listed in rank order. */
@@ -55,6 +56,9 @@ typedef struct {
     /* Where node_layout.c keeps the node layout it found for this communicator (the same
      * attribute); NULL for a communicator of one. */
     mpiopt_node_layout **node_layout;
+    /* measured.c's trials and choices for this communicator (the same attribute); NULL for a
+     * communicator of one. */
+    mpiopt_measured *measured;
     /* NULL, or: the algorithm runs on a group of c->comm's ranks (hierarchical.c runs a flat
      * algorithm between nodes that way): rank and size are this rank's place in the group and
      * its size, and the algorithm's peer g is c->comm's rank peers[g] (p2p.c translates). */
@@ -270,8 +274,24 @@ const mpiopt_cost_params *mpiopt_selection_model(void);
 /* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
 int mpiopt_env_asks_vendor(int is_reduce);
 
+/* 1 if `auto` chooses from the built-in rows: no tuning file, no MPIOPT_ALLREDUCE /
+ * MPIOPT_REDUCE (measured.c may then time the candidates). */
+int mpiopt_selection_from_rows(int is_reduce);
+
 /* 1 if MPIOPT_VERBOSE asks for a line on stderr about the choices made. */
 int mpiopt_verbose(void);
+
+/* ---- measured choice (measured.c): auto times its candidates on a communicator's first calls ----
+ * The algorithm a blocking allreduce of count elements on c runs, where the rows chose
+ * rows_choice: a trial's candidate (*measuring = 1: time the call and give the time to
+ * mpiopt_measured_record), the class's agreed choice, or rows_choice where nothing is measured.
+ * predefined_op: the op is one of MPI's own (some candidates take only those). */
+mpiopt_measured *mpiopt_measured_new(void);
+void mpiopt_measured_free(mpiopt_measured *m);
+mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm rows_choice,
+                                      size_t count, int predefined_op, int *measuring);
+void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
+                            double seconds);
 
 /* Largest power of two <= p, and its log2. */
 static inline int mpiopt_pow2_floor(int p, int *log2p)

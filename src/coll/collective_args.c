@@ -90,6 +90,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         return rc;
     plan->algorithm = MPIOPT_ALG_VENDOR;
     plan->why = MPIOPT_WHY_REQUESTED;
+    plan->measuring = 0;
     if (requested == MPIOPT_ALG_VENDOR)
         return MPI_SUCCESS;
     if (!plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan)) {
@@ -123,6 +124,15 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
      * wait for an idup, its choice may differ) is not theirs */
     if (nonblocking)
         return MPI_SUCCESS;
+    /* where the built-in rows chose, a blocking allreduce's algorithm may be timed (measured.c);
+     * a trial's plan is not remembered, so the next call of the class is planned again */
+    if (!is_reduce && requested == MPIOPT_ALG_AUTO && plan->algorithm != MPIOPT_ALG_VENDOR &&
+        mpiopt_selection_from_rows(is_reduce)) {
+        plan->algorithm = mpiopt_measured_pick(&plan->coll, plan->algorithm, (size_t)count,
+                                               mpiopt_predefined_op(op), &plan->measuring);
+        if (plan->measuring)
+            return MPI_SUCCESS;
+    }
     mpiopt_plan_remember(is_reduce, requested, comm, count, datatype, op, root, plan);
     return MPI_SUCCESS;
 }

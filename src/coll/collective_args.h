@@ -13,6 +13,7 @@ typedef struct {
     mpiopt_algorithm algorithm;     /* never AUTO; VENDOR: hand the call to PMPI_* unchanged */
     int p, rank;
     mpiopt_vendor_reason why;       /* for VENDOR: why (MPIOPT_REPORT); else MPIOPT_TAKEN */
+    int measuring;                  /* 1: a trial of measured.c's (time it; never remembered) */
     /* For mpiopt's algorithms, the call's context (coll.h) without its buffers: the private
      * communicator, rank, size, extent, commutativity and kernel, found once when the call was
      * planned and kept with the plan, so a repeated call asks MPI for none of them (issue 15:

@@ -30,6 +30,7 @@ struct mpiopt_private_comm {
     unsigned schedules;
     mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with the user comm */
     mpiopt_node_layout *node_layout;    /* node_layout.c's, once found */
+    mpiopt_measured *measured;          /* measured.c's, made with the record */
     int refs;                           /* the user communicator's 1 + one per live schedule */
     MPI_Comm user;                      /* for raising errors; MPI_COMM_NULL once freed */
     /* A communicator whose first collective of mpiopt's is a nonblocking one gets its duplicate
@@ -73,6 +74,7 @@ static int drop_ref(private_comm *pc)
     make_ready(pc, 1, &ready);
     int rc = PMPI_Comm_free(&pc->dup);
     mpiopt_node_layout_free(pc->node_layout);
+    mpiopt_measured_free(pc->measured);
     free(pc);
     return rc;
 }
@@ -124,8 +126,10 @@ static int private_of(MPI_Comm user_comm, int nonblocking, private_comm **out)
     if (rc != MPI_SUCCESS)
         return rc;
     if (!found) {
-        if (!(cached = calloc(1, sizeof *cached)))
+        if (!(cached = calloc(1, sizeof *cached)) || !(cached->measured = mpiopt_measured_new())) {
+            free(cached);
             return MPI_ERR_NO_MEM;
+        }
         cached->refs = 1;
         cached->user = user_comm;
         cached->dup = MPI_COMM_NULL;
@@ -147,6 +151,7 @@ static int private_of(MPI_Comm user_comm, int nonblocking, private_comm **out)
                 PMPI_Wait(&cached->dup_req, MPI_STATUS_IGNORE);
             if (cached->dup != MPI_COMM_NULL)
                 PMPI_Comm_free(&cached->dup);
+            mpiopt_measured_free(cached->measured);
             free(cached);
             return rc;
         }
@@ -234,6 +239,7 @@ static int init_comm(mpiopt_coll *c, MPI_Comm user_comm, int nonblocking)
         c->comm_pending = !pc->ready;
         c->node_window = &pc->node_window;
         c->node_layout = &pc->node_layout;
+        c->measured = pc->measured;
     }
     PMPI_Comm_rank(user_comm, &c->rank);    /* the same in the duplicate */
     c->datatype = MPI_BYTE;

@@ -6,7 +6,8 @@
  * non-commutative op in rank order is replaced by the cheapest one that can.
  *
  * The choice is a pure function of (p, bytes, commutativity) and the environment, so every rank
- * of a communicator picks the same algorithm without talking; the cache only saves time. */
+ * of a communicator picks the same algorithm without talking; the cache only saves time. Where
+ * the built-in rows name shared_memory for an allreduce, measured.c may replace it by timing. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,6 +73,7 @@ static mpiopt_tuning tuning;
 static double vendor_below;         /* bytes; 0 once a tuning file is loaded */
 static int forced[2] = {-1, -1};    /* from MPIOPT_ALLREDUCE / MPIOPT_REDUCE */
 static int verbose;
+static int tuning_from_file;        /* MPIOPT_TUNING_FILE was read */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_defaults(void)
@@ -147,6 +149,7 @@ static void load_settings(void)
             load_defaults();
         } else {
             vendor_below = 0;
+            tuning_from_file = 1;
         }
     }
     default_ranks_per_node();
@@ -241,6 +244,12 @@ int mpiopt_env_asks_vendor(int is_reduce)
 {
     pthread_once(&once, load_settings);
     return forced[is_reduce != 0] == MPIOPT_ALG_VENDOR;
+}
+
+int mpiopt_selection_from_rows(int is_reduce)
+{
+    pthread_once(&once, load_settings);
+    return !tuning_from_file && forced[is_reduce != 0] < 0;
 }
 
 int mpiopt_verbose(void)

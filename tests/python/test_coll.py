@@ -257,6 +257,54 @@ def test_single_copy_allreduce_is_right_and_has_the_same_bits(flavour, p):
     assert re.search(r"^same_bits: 14 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
 
 
+# ---- auto's measured choice (src/coll/measured.c) ----
+
+MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), chose (\w+)$", re.M)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("p", [2, 4])
+def test_measured_choice_keeps_the_bits_and_every_rank_agrees(flavour, p):
+    """auto's first twelve allreduces of each size class are trials of three algorithms, then
+    one is agreed on: every result, in place or not, with a nonblocking call pending, must be
+    shared_memory's bits (a rank that chose differently from the others would hang or differ).
+    The verbose lines name each class measured once per communicator: four classes at p = 2 on
+    the world and on each half; at p = 4 the rows choose shared_memory only up to 8 KiB."""
+    require_build(flavour)
+    env = dict(os.environ, MPIOPT_VERBOSE="1")
+    r = mpi.run(flavour, p, [mpi.binary(flavour, "test-measured_choice")], timeout=300, env=env)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert re.search(r"^measured_choice: 192 checks, 0 differ, 0 wrong$", r.stdout, re.M), \
+        r.stdout + r.stderr[-2000:]
+    decisions = MEASURED.findall(r.stderr)
+    classes = {"8192", "65536", "262144", "2097152"}
+    if p == 2:
+        # the world and its two halves of one rank (no trials there: a communicator of one)
+        assert sorted(d[1] for d in decisions) == sorted(classes), r.stderr[-3000:]
+    else:
+        # the world at 8 KiB; each half is a p = 2 communicator: four classes each
+        world = [d for d in decisions if d[0] == "4"]
+        halves = [d for d in decisions if d[0] == "2"]
+        assert [d[1] for d in world] == ["8192"], r.stderr[-3000:]
+        assert sorted(d[1] for d in halves) == sorted(list(classes) * 2), r.stderr[-3000:]
+    for _, _, times, chosen in decisions:
+        assert chosen in ("shared_memory", "recursive_doubling", "rabenseifner")
+        assert len(re.findall(r"\w+ [0-9.]+ us", times)) == 3, times
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_measured_choice_is_off_with_measure_0_or_a_named_algorithm(flavour):
+    """MPIOPT_MEASURE=0, MPIOPT_ALLREDUCE=shared_memory: no trials, the rows' (or the named)
+    algorithm from the first call; the results are as before."""
+    require_build(flavour)
+    for extra in ({"MPIOPT_MEASURE": "0"}, {"MPIOPT_ALLREDUCE": "shared_memory"}):
+        env = dict(os.environ, MPIOPT_VERBOSE="1", **extra)
+        r = mpi.run(flavour, 2, [mpi.binary(flavour, "test-measured_choice")], timeout=300,
+                    env=env)
+        assert r.returncode == 0 and "192 checks, 0 differ, 0 wrong" in r.stdout, r.stderr[-2000:]
+        assert not MEASURED.findall(r.stderr), (extra, r.stderr[-2000:])
+
+
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_same_bits_check_sees_another_bracketing(flavour):
     """binomial brackets five ranks differently: the same check reports it."""
