@@ -15,11 +15,9 @@
  * and meets the agreement at the same call. Nonblocking and persistent calls never measure: they
  * keep the rows' choice (their schedules are made of messages anyway).
  *
- * What it costs: BLOCK calls per candidate and class, one after another. OSU warms up with 10
- * calls above 8 KiB; the decision comes on the 12th, so at most two of its timed calls are trials
- * (Rabenseifner's, which is never the slowest there). After that a call
- * costs nothing more: the plan cache (plan_cache.c) remembers the decided algorithm. A tuning
- * file, MPIOPT_ALLREDUCE or MPIOPT_MEASURE=0 turns it off. */
+ * What it costs: 9 calls a class. OSU warms up with 200 calls up to 8 KiB and 10 above, so none
+ * of its timed calls is a trial. After that a call costs nothing more: the plan cache (plan_cache.c) remembers the
+ * decided algorithm. A tuning file, MPIOPT_ALLREDUCE or MPIOPT_MEASURE=0 turns it off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +27,16 @@
 #define LAST_CLASS 23       /* (4 MiB, 8 MiB]: above, a trial call costs milliseconds */
 #define CLASSES (LAST_CLASS - FIRST_CLASS + 1)
 #define CANDIDATES 3
-/* each candidate runs this many calls in a row, the first not counted (its buffers are cold
- * after another candidate's calls); its time is the median of the others, which one call slowed
- * by the system does not move */
-#define BLOCK 4
-#define TIMED (BLOCK - 1)
-/* an alternative replaces the rows' choice only if it is this much faster: three timed calls of
+/* Each candidate's time is its fastest timed call on this rank, which calls slowed by the system
+ * do not move. Up to 64 KiB (a call of microseconds) the candidates take turns call by call, three
+ * rounds, the first not timed: a stall of the machine then slows every candidate alike instead of
+ * one. Above, each runs three calls in a row, the first not timed: its buffers are cold after
+ * another candidate's calls, and at these sizes that costs more than the stalls. Nine calls
+ * either way: OSU's warm-up above 8 KiB is ten. */
+#define TURNS_LAST_CLASS 16     /* (32 KiB, 64 KiB] */
+#define ROUNDS 3
+#define BLOCK 3
+/* an alternative replaces the rows' choice only if it is this much faster: a few timed calls of
  * each are few, and the rows' choice was measured at length */
 #define MARGIN 0.97
 
@@ -42,10 +44,27 @@ static const mpiopt_algorithm candidates[CANDIDATES] = {
     MPIOPT_ALG_SHARED_MEMORY, MPIOPT_ALG_RECURSIVE_DOUBLING, MPIOPT_ALG_RABENSEIFNER};
 
 typedef struct {
-    unsigned calls;                     /* trial calls made so far */
-    double seconds[CANDIDATES][TIMED];  /* this rank's timed calls of each */
-    int chosen;                         /* the agreed algorithm + 1; 0 while trials go on */
+    unsigned calls;                 /* trial calls made so far */
+    double fastest[CANDIDATES];     /* this rank's fastest timed call of each (0: none yet) */
+    int chosen;                     /* the agreed algorithm + 1; 0 while trials go on */
 } size_class;
+
+/* The trial calls of size class `cls` (log2 of its largest byte count). */
+static unsigned trial_calls(int cls)
+{
+    return CANDIDATES * (cls <= TURNS_LAST_CLASS ? ROUNDS : BLOCK);
+}
+
+/* The candidate that trial call n of class cls runs; *timed = 0 for a call not counted. */
+static int trial_candidate(int cls, unsigned n, int *timed)
+{
+    if (cls <= TURNS_LAST_CLASS) {
+        *timed = n >= CANDIDATES;
+        return (int)(n % CANDIDATES);
+    }
+    *timed = n % BLOCK != 0;
+    return (int)(n / BLOCK);
+}
 
 struct mpiopt_measured {
     size_class classes[CLASSES];
@@ -71,13 +90,14 @@ static int measuring_off(void)
     return off;
 }
 
-static size_class *class_of(const mpiopt_coll *c, size_t bytes)
+static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
 {
     int k = 0;
     while (k < 63 && ((size_t)1 << k) < bytes)
         k++;
     if (!c->measured || k < FIRST_CLASS || k > LAST_CLASS)
         return NULL;
+    *cls = k;
     return &c->measured->classes[k - FIRST_CLASS];
 }
 
@@ -94,32 +114,25 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
 {
     *measuring = 0;
     size_class *k = NULL;
+    int cls, timed;
     if (rows_choice == MPIOPT_ALG_SHARED_MEMORY && c->size > 1 && !c->comm_pending &&
         !c->record && !c->peers && !measuring_off())
-        k = class_of(c, count * c->extent);
+        k = class_of(c, count * c->extent, &cls);
     if (!k)
         return rows_choice;
     if (k->chosen)
         return (mpiopt_algorithm)(k->chosen - 1);
-    /* the candidates in turn, a block of calls each; one that cannot take the call leaves its
-     * block to the rows' choice (and is never chosen) */
-    int i = (int)(k->calls / BLOCK);
+    /* a candidate that cannot take the call leaves its turns to the rows' choice (and is never
+     * chosen) */
+    int i = trial_candidate(cls, k->calls, &timed);
     *measuring = 1;
     return candidate_fits(i, c, count, predefined_op) ? candidates[i] : rows_choice;
 }
 
-static double median_of_three(const double *t)
+static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op)
 {
-    double lo = t[0] < t[1] ? t[0] : t[1], hi = t[0] < t[1] ? t[1] : t[0];
-    return t[2] < lo ? lo : t[2] > hi ? hi : t[2];
-}
-_Static_assert(TIMED == 3, "median_of_three takes the timed calls");
-
-static void agree(const mpiopt_coll *c, size_class *k, size_t count, int predefined_op)
-{
-    double mean[CANDIDATES];
-    for (int i = 0; i < CANDIDATES; i++)
-        mean[i] = median_of_three(k->seconds[i]);
+    double mean[CANDIDATES];    /* over the ranks, once summed */
+    memcpy(mean, k->fastest, sizeof mean);
     /* every rank's time counts, as in OSU's average over the ranks */
     if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->comm) !=
         MPI_SUCCESS) {
@@ -135,8 +148,7 @@ static void agree(const mpiopt_coll *c, size_class *k, size_t count, int predefi
     }
     k->chosen = candidates[best] + 1;
     if (mpiopt_verbose() && c->rank == 0) {
-        fprintf(stderr, "mpiopt: allreduce p=%d bytes<=%zu: measured", c->size,
-                (size_t)1 << (FIRST_CLASS + (int)(k - c->measured->classes)));
+        fprintf(stderr, "mpiopt: allreduce p=%d bytes<=%zu: measured", c->size, (size_t)1 << cls);
         for (int i = 0; i < CANDIDATES; i++)
             if (candidate_fits(i, c, count, predefined_op))
                 fprintf(stderr, " %s %.1f us,", mpiopt_algorithm_name(candidates[i]),
@@ -148,12 +160,13 @@ static void agree(const mpiopt_coll *c, size_class *k, size_t count, int predefi
 void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
                             double seconds)
 {
-    size_class *k = class_of(c, count * c->extent);
+    int cls, timed;
+    size_class *k = class_of(c, count * c->extent, &cls);
     if (!k || k->chosen)
         return;
-    unsigned place = k->calls % BLOCK;
-    if (place > 0)
-        k->seconds[k->calls / BLOCK][place - 1] = seconds;
-    if (++k->calls == CANDIDATES * BLOCK)
-        agree(c, k, count, predefined_op);
+    int i = trial_candidate(cls, k->calls, &timed);
+    if (timed && (k->fastest[i] == 0 || seconds < k->fastest[i]))
+        k->fastest[i] = seconds;
+    if (++k->calls == trial_calls(cls))
+        agree(c, k, cls, count, predefined_op);
 }

@@ -1,6 +1,6 @@
 /* auto's measured choice (src/coll/measured.c) never changes a result: on MPI_COMM_WORLD and on
  * a communicator of half its ranks, 16 allreduces of each of four sizes (4.7 KiB to 1 MiB of
- * random doubles, so that the bracketing shows in the bits) go through auto, whose first twelve
+ * random doubles, so that the bracketing shows in the bits) go through auto, whose first nine
  * of a size class are its trials of three algorithms; each result must equal, byte for byte,
  * shared_memory's result for the same input. Every third call is in place, and every call has
  * a nonblocking allreduce of its own pending on the same communicator around it, so the

@@ -265,7 +265,7 @@ MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("p", [2, 4])
 def test_measured_choice_keeps_the_bits_and_every_rank_agrees(flavour, p):
-    """auto's first twelve allreduces of each size class are trials of three algorithms, then
+    """auto's first 9 allreduces of each size class are trials of three algorithms, then
     one is agreed on: every result, in place or not, with a nonblocking call pending, must be
     shared_memory's bits (a rank that chose differently from the others would hang or differ).
     The verbose lines name each class measured once per communicator: four classes at p = 2 on

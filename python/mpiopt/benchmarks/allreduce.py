@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,27 +125,45 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--reduce")
     if validate:
         argv.append("-c")
-    doc = run_json(flavour, np, argv, BENCH_BINARY, timeout, env)
+    # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/measured.c)
+    env = dict(os.environ if env is None else env, MPIOPT_VERBOSE="1")
+    doc, stderr = run_json(flavour, np, argv, BENCH_BINARY, timeout, env, with_stderr=True)
     doc["flavour"] = flavour
+    doc["auto_measured"] = measured_choices(stderr)
     return doc
 
 
-def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float, env: dict | None = None):
-    """Runs a benchmark binary that prints JSON on np ranks; its parsed output, or RuntimeError
-    naming what failed. The launcher's own binding while every rank has a core (what users get);
-    --bind-to none when oversubscribed, where a rank pinned to a shared core would starve."""
+# rank 0's line for each size class auto measured (docs/collectives.md, "Measured choice")
+MEASURED_LINE = re.compile(r"^mpiopt: allreduce p=\d+ bytes<=(\d+): measured .*, chose (\w+)$", re.M)
+VERBOSE_LINE = re.compile(r"^mpiopt: (allreduce|reduce|iallreduce|ireduce) ")
+
+
+def measured_choices(stderr: str) -> dict[str, list[str]]:
+    """{size class (bytes, a power of two): [the algorithm auto kept]} from MPIOPT_VERBOSE's lines;
+    a list, so that repetitions can add theirs (combine_repetitions)."""
+    return {size: [chosen] for size, chosen in MEASURED_LINE.findall(stderr)}
+
+
+def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float, env: dict | None = None,
+             with_stderr: bool = False):
+    """Runs a benchmark binary that prints JSON on np ranks; its parsed output (and its stderr, with
+    with_stderr), or RuntimeError naming what failed. The launcher's own binding while every rank
+    has a core (what users get); --bind-to none when oversubscribed, where a rank pinned to a
+    shared core would starve."""
     what = f"{binary} ({flavour}, {np} ranks)"
     try:
         proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np), env=env)
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{what} took more than {timeout:.0f} s")
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-5:])
+        lines = [l for l in (proc.stderr or proc.stdout).strip().splitlines() if not VERBOSE_LINE.match(l)]
+        tail = "\n".join(lines[-5:])
         raise RuntimeError(f"{what} failed (exit {proc.returncode}):\n{tail}")
     try:
-        return json.loads(proc.stdout)
+        doc = json.loads(proc.stdout)
     except json.JSONDecodeError as e:
         raise RuntimeError(f"{what} printed no valid JSON: {e}")
+    return (doc, proc.stderr) if with_stderr else doc
 
 
 def by_size(doc: dict) -> dict[int, dict[str, dict]]:
@@ -197,6 +216,10 @@ def combine_repetitions(docs: list[dict]) -> dict:
         group = rows[(row["bytes"], row["algorithm"])]
         out["results"].append(dict(row, **{k: median([g[k] for g in group]) for k in MEDIAN_FIELDS
                                            if all(k in g for g in group)}))
+    out["auto_measured"] = {}
+    for doc in docs:
+        for size, chosen in doc.get("auto_measured", {}).items():
+            out["auto_measured"].setdefault(size, []).extend(chosen)
     out["run_ratios"] = {}
     for stat in (OSU_STAT, SLOWEST_STAT):
         per_size: dict[str, list[float]] = {}
@@ -233,7 +256,9 @@ def add_arguments(p) -> None:
     p.add_argument("--iterations", type=int, default=200, help="timed iterations up to 8 KiB (default 200)")
     p.add_argument("--iterations-large", type=int, default=30, help="timed iterations above 8 KiB (default 30)")
     p.add_argument("--warmup", type=int, default=20, help="warm-up iterations up to 8 KiB (default 20)")
-    p.add_argument("--warmup-large", type=int, default=2, help="warm-up iterations above 8 KiB (default 2)")
+    p.add_argument("--warmup-large", type=int, default=10,
+                   help="warm-up iterations above 8 KiB (default 10, as OSU: auto's first 9 calls "
+                   "of a size are its trials, docs/collectives.md)")
     p.add_argument("--type", default="double", help="element type: double (default), float, int, char, ...")
     p.add_argument("--op", default="sum", choices=["sum", "prod", "max", "min"], help="reduction op (default sum)")
     p.add_argument("--operations", default="allreduce,reduce", metavar="LIST",
@@ -454,6 +479,9 @@ def print_table(console, doc: dict) -> None:
     above_floor = {a: r for a, r in above_floor.items() if r}
     for alg in above_floor:
         table.add_column(f"{alg}/floor", justify="right")
+    took = auto_took(doc, short)
+    if took:
+        table.add_column("auto took", justify="left")
     for size, rows in sorted(by_size(doc).items()):
         algs = [r for r in rows.values() if r["algorithm"] != FLOOR]
         fastest = min(algs, key=lambda r: r[OSU_STAT])["algorithm"] if algs else None
@@ -469,8 +497,13 @@ def print_table(console, doc: dict) -> None:
         for values in above_floor.values():
             r = values.get(size)
             cells.append("-" if r is None else f"{r:.2f}x")
+        if took:
+            cells.append(took.get(size, ""))
         table.add_row(*cells)
     console.print(table)
+    if took:
+        console.print("auto took: what auto's trials kept for the size's class, each run's own "
+                      "(MPIOPT_VERBOSE; docs/collectives.md, \"Measured choice\")")
     if ratios and over:
         console.print(f"{doc['ranks']} ranks on {doc.get('cores', '?')} cores: ranks wait for cores, so these ratios "
                       "measure scheduling (a vendor that polls while mpiopt yields), not the algorithms; "
@@ -484,6 +517,18 @@ def print_table(console, doc: dict) -> None:
                       f"{BAR_MEDIAN}x): [bold]{verdict}[/] for {doc['flavour']}, {doc['ranks']} ranks "
                       f"(min {min(ratios.values()):.2f}x, median {median(ratios.values()):.2f}x; "
                       f"fastest per size in green)\n")
+
+
+def auto_took(doc: dict, short: dict) -> dict[int, str]:
+    """{size: what auto kept for its size class in each run, by short name, "/" between runs that
+    differ} for the sizes auto measured."""
+    out = {}
+    for size in by_size(doc):
+        size_class = 1 << max(size - 1, 0).bit_length()
+        chosen = doc.get("auto_measured", {}).get(str(size_class))
+        if chosen:
+            out[size] = "/".join(short.get(a, a) for a in dict.fromkeys(chosen))
+    return out
 
 
 def write_csv(docs: list[dict], path: Path) -> Path:
