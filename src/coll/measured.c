@@ -15,8 +15,8 @@
  * and meets the agreement at the same call. Nonblocking and persistent calls never measure: they
  * keep the rows' choice (their schedules are made of messages anyway).
  *
- * What it costs: 9 calls a class. OSU warms up with 200 calls up to 8 KiB and 10 above, so none
- * of its timed calls is a trial. After that a call costs nothing more: the plan cache (plan_cache.c) remembers the
+ * What it costs: 24 calls a class up to 8 KiB, 9 above. OSU warms up with 200 calls up to 8 KiB
+ * and 10 above, so none of its timed calls is a trial. After that a call costs nothing more: the plan cache (plan_cache.c) remembers the
  * decided algorithm. A tuning file, MPIOPT_ALLREDUCE or MPIOPT_MEASURE=0 turns it off. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,15 +27,14 @@
 #define LAST_CLASS 23       /* (4 MiB, 8 MiB]: above, a trial call costs milliseconds */
 #define CLASSES (LAST_CLASS - FIRST_CLASS + 1)
 #define CANDIDATES 3
-/* Each candidate's time is its fastest timed call on this rank, which calls slowed by the system
- * do not move. Up to 64 KiB (a call of microseconds) the candidates take turns call by call, three
- * rounds, the first not timed: a stall of the machine then slows every candidate alike instead of
- * one. Above, each runs three calls in a row, the first not timed: its buffers are cold after
- * another candidate's calls, and at these sizes that costs more than the stalls. Nine calls
- * either way: OSU's warm-up above 8 KiB is ten. */
-#define TURNS_LAST_CLASS 16     /* (32 KiB, 64 KiB] */
-#define ROUNDS 3
-#define BLOCK 3
+/* Each candidate runs a block of calls in a row, the first not timed (its buffers are cold after
+ * another candidate's calls), and its time is its fastest timed call on this rank, which calls
+ * slowed by the system do not move. Taking turns call by call instead measured shared_memory
+ * half as fast again as it runs alone at 4-8 KiB, and chose another algorithm there.
+ * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of four, so that a stall of the
+ * machine that spans one block leaves the candidate its other; above, with OSU's ten, one pass of
+ * blocks of three. */
+#define SMALL_LAST_CLASS 13     /* (4 KiB, 8 KiB] */
 /* an alternative replaces the rows' choice only if it is this much faster: a few timed calls of
  * each are few, and the rows' choice was measured at length */
 #define MARGIN 0.97
@@ -49,21 +48,32 @@ typedef struct {
     int chosen;                     /* the agreed algorithm + 1; 0 while trials go on */
 } size_class;
 
-/* The trial calls of size class `cls` (log2 of its largest byte count). */
+/* The blocks of class cls (log2 of its largest byte count): passes over the candidates, and
+ * calls a block. */
+static unsigned passes(int cls)
+{
+    return cls <= SMALL_LAST_CLASS ? 2 : 1;
+}
+
+static unsigned block(int cls)
+{
+    return cls <= SMALL_LAST_CLASS ? 4 : 3;
+}
+
 static unsigned trial_calls(int cls)
 {
-    return CANDIDATES * (cls <= TURNS_LAST_CLASS ? ROUNDS : BLOCK);
+    return passes(cls) * CANDIDATES * block(cls);
 }
 
 /* The candidate that trial call n of class cls runs; *timed = 0 for a call not counted. */
 static int trial_candidate(int cls, unsigned n, int *timed)
 {
-    if (cls <= TURNS_LAST_CLASS) {
-        *timed = n >= CANDIDATES;
-        return (int)(n % CANDIDATES);
-    }
-    *timed = n % BLOCK != 0;
-    return (int)(n / BLOCK);
+    unsigned in_pass = n % (CANDIDATES * block(cls));
+    *timed = in_pass % block(cls) != 0;
+    /* the rows' choice (candidates[0]) last: what slows the first calls of a new size (the
+     * program's buffers, the ranks' skew from the size before) then weighs against the
+     * alternatives, which must win by MARGIN anyway */
+    return (int)((in_pass / block(cls) + 1) % CANDIDATES);
 }
 
 struct mpiopt_measured {

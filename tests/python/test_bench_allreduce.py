@@ -345,7 +345,7 @@ def test_the_table_says_what_autos_trials_kept(tmp_path):
     and the table shows it beside the sizes it covers (none below 4 KiB)."""
     args = ["bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "2K,5K,8K",
             "--algorithms", "vendor,auto", "--operations", "allreduce", "--iterations", "3",
-            "--warmup", "10", "--no-overhead", "--repeat", "2", "--results", str(tmp_path)]
+            "--warmup", "20", "--no-overhead", "--repeat", "2", "--results", str(tmp_path)]
     r = mpiopt(*args, "--json")
     assert r.returncode == 0, r.stderr
     [run] = json.loads(r.stdout)["runs"]

@@ -265,7 +265,7 @@ MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("p", [2, 4])
 def test_measured_choice_keeps_the_bits_and_every_rank_agrees(flavour, p):
-    """auto's first 9 allreduces of each size class are trials of three algorithms, then
+    """auto's first 24 (to 8 KiB) or 9 allreduces of each size class are trials of three algorithms, then
     one is agreed on: every result, in place or not, with a nonblocking call pending, must be
     shared_memory's bits (a rank that chose differently from the others would hang or differ).
     The verbose lines name each class measured once per communicator: four classes at p = 2 on
@@ -274,7 +274,7 @@ def test_measured_choice_keeps_the_bits_and_every_rank_agrees(flavour, p):
     env = dict(os.environ, MPIOPT_VERBOSE="1")
     r = mpi.run(flavour, p, [mpi.binary(flavour, "test-measured_choice")], timeout=300, env=env)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert re.search(r"^measured_choice: 192 checks, 0 differ, 0 wrong$", r.stdout, re.M), \
+    assert re.search(r"^measured_choice: 360 checks, 0 differ, 0 wrong$", r.stdout, re.M), \
         r.stdout + r.stderr[-2000:]
     decisions = MEASURED.findall(r.stderr)
     classes = {"8192", "65536", "262144", "2097152"}
@@ -301,7 +301,7 @@ def test_measured_choice_is_off_with_measure_0_or_a_named_algorithm(flavour):
         env = dict(os.environ, MPIOPT_VERBOSE="1", **extra)
         r = mpi.run(flavour, 2, [mpi.binary(flavour, "test-measured_choice")], timeout=300,
                     env=env)
-        assert r.returncode == 0 and "192 checks, 0 differ, 0 wrong" in r.stdout, r.stderr[-2000:]
+        assert r.returncode == 0 and "360 checks, 0 differ, 0 wrong" in r.stdout, r.stderr[-2000:]
         assert not MEASURED.findall(r.stderr), (extra, r.stderr[-2000:])
 
 
