@@ -1,13 +1,13 @@
 /* `auto` settles what the built-in rows cannot know by timing it: on the communicator's first
  * blocking allreduces of each size class from 4 KiB to 8 MiB where the rows name
- * shared_memory, the ranks take turns at shared_memory, recursive doubling and Rabenseifner, then
- * agree on the fastest by one collective call and keep it for that class.
+ * shared_memory, the ranks run recursive doubling, Rabenseifner and shared_memory a few calls
+ * each, then agree on the fastest by one collective call and keep it for that class.
  *
  * Why: the rows were measured on the development machines, and the best of the three moves with
  * the machine and the vendor under them. On an AMD EPYC, Intel MPI's point-to-point made
  * Rabenseifner as fast as Intel's own allreduce at 64-128 KiB, twice as fast as the shared-memory
- * stages; on an Intel Xeon the stages win there and Rabenseifner wins at 128 KiB-1 MiB by
- * 5-15 % (docs/collectives.md, "Measured choice").
+ * stages; on an Intel Xeon the stages win there, and at 128 KiB-1 MiB under Intel MPI the two
+ * are within a few per cent (docs/collectives.md, "Measured choice").
  *
  * Why it is safe: the three give the same bits (tests/c/same_bits.c), so which one runs never
  * changes a result. Every rank makes the same calls on a communicator in the same order with the
@@ -16,8 +16,9 @@
  * keep the rows' choice (their schedules are made of messages anyway).
  *
  * What it costs: 24 calls a class up to 8 KiB, 9 above. OSU warms up with 200 calls up to 8 KiB
- * and 10 above, so none of its timed calls is a trial. After that a call costs nothing more: the plan cache (plan_cache.c) remembers the
- * decided algorithm. A tuning file, MPIOPT_ALLREDUCE or MPIOPT_MEASURE=0 turns it off. */
+ * and 10 above, so none of its timed calls is a trial. After that a call costs nothing more: the
+ * plan cache (plan_cache.c) remembers the decided algorithm. A tuning file, MPIOPT_ALLREDUCE or
+ * MPIOPT_MEASURE=0 turns it off. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +142,7 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
 
 static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op)
 {
-    double mean[CANDIDATES];    /* over the ranks, once summed */
+    double mean[CANDIDATES];    /* this rank's fastest call of each, then their mean over the ranks */
     memcpy(mean, k->fastest, sizeof mean);
     /* every rank's time counts, as in OSU's average over the ranks */
     if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->comm) !=
