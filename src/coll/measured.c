@@ -142,7 +142,7 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
 
 static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op)
 {
-    double mean[CANDIDATES];    /* this rank's fastest call of each, then their mean over the ranks */
+    double mean[CANDIDATES];    /* this rank's fastest call of each; then the ranks' mean */
     memcpy(mean, k->fastest, sizeof mean);
     /* every rank's time counts, as in OSU's average over the ranks */
     if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->comm) !=
