@@ -159,12 +159,19 @@ static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, in
     }
     k->chosen = candidates[best] + 1;
     if (mpiopt_verbose() && c->rank == 0) {
-        fprintf(stderr, "mpiopt: allreduce p=%d bytes<=%zu: measured", c->size, (size_t)1 << cls);
+        /* one write: stderr is unbuffered, and the first ranks of other communicators (the
+         * halves of a split) print theirs at the same moment */
+        char line[256];
+        int n = snprintf(line, sizeof line, "mpiopt: allreduce p=%d bytes<=%zu: measured",
+                         c->size, (size_t)1 << cls);
         for (int i = 0; i < CANDIDATES; i++)
-            if (candidate_fits(i, c, count, predefined_op))
-                fprintf(stderr, " %s %.1f us,", mpiopt_algorithm_name(candidates[i]),
-                        mean[i] * 1e6);
-        fprintf(stderr, " chose %s\n", mpiopt_algorithm_name(candidates[best]));
+            if (candidate_fits(i, c, count, predefined_op) && n > 0 && n < (int)sizeof line)
+                n += snprintf(line + n, sizeof line - (size_t)n, " %s %.1f us,",
+                              mpiopt_algorithm_name(candidates[i]), mean[i] * 1e6);
+        if (n > 0 && n < (int)sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n, " chose %s\n",
+                     mpiopt_algorithm_name(candidates[best]));
+        fputs(line, stderr);
     }
 }
 
