@@ -274,9 +274,9 @@ const mpiopt_cost_params *mpiopt_selection_model(void);
 /* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
 int mpiopt_env_asks_vendor(int is_reduce);
 
-/* 1 if `auto` chooses from the built-in rows: no tuning file, no MPIOPT_ALLREDUCE /
- * MPIOPT_REDUCE (measured.c may then time the candidates). */
-int mpiopt_selection_from_rows(int is_reduce);
+/* 1 if `auto` may time its candidates (measured.c): it chooses from the built-in rows (no tuning
+ * file, no MPIOPT_ALLREDUCE / MPIOPT_REDUCE) and MPIOPT_MEASURE is not 0. */
+int mpiopt_selection_measures(int is_reduce);
 
 /* 1 if MPIOPT_VERBOSE asks for a line on stderr about the choices made. */
 int mpiopt_verbose(void);

@@ -127,7 +127,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     /* where the built-in rows chose, a blocking allreduce's algorithm may be timed (measured.c);
      * a trial's plan is not remembered, so the next call of the class is planned again */
     if (!is_reduce && requested == MPIOPT_ALG_AUTO && plan->algorithm != MPIOPT_ALG_VENDOR &&
-        mpiopt_selection_from_rows(is_reduce)) {
+        mpiopt_selection_measures(is_reduce)) {
         plan->algorithm = mpiopt_measured_pick(&plan->coll, plan->algorithm, (size_t)count,
                                                mpiopt_predefined_op(op), &plan->measuring);
         if (plan->measuring)

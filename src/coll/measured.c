@@ -91,16 +91,6 @@ void mpiopt_measured_free(mpiopt_measured *m)
     free(m);
 }
 
-static int measuring_off(void)
-{
-    static int off = -1;
-    if (off < 0) {
-        const char *v = getenv("MPIOPT_MEASURE");
-        off = v && !strcmp(v, "0");
-    }
-    return off;
-}
-
 static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
 {
     int k = 0;
@@ -127,7 +117,7 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
     size_class *k = NULL;
     int cls, timed;
     if (rows_choice == MPIOPT_ALG_SHARED_MEMORY && c->size > 1 && !c->comm_pending &&
-        !c->record && !c->peers && !measuring_off())
+        !c->record && !c->peers)
         k = class_of(c, count * c->extent, &cls);
     if (!k)
         return rows_choice;

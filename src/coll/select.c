@@ -74,6 +74,7 @@ static double vendor_below;         /* bytes; 0 once a tuning file is loaded */
 static int forced[2] = {-1, -1};    /* from MPIOPT_ALLREDUCE / MPIOPT_REDUCE */
 static int verbose;
 static int tuning_from_file;        /* MPIOPT_TUNING_FILE was read */
+static int measure = 1;             /* MPIOPT_MEASURE=0: auto never times its choice */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_defaults(void)
@@ -124,6 +125,8 @@ static void load_settings(void)
     load_defaults();
     const char *v = getenv("MPIOPT_VERBOSE");
     verbose = v && *v && strcmp(v, "0") != 0;
+    const char *m = getenv("MPIOPT_MEASURE");
+    measure = !(m && !strcmp(m, "0"));
     const char *vars[2] = {"MPIOPT_ALLREDUCE", "MPIOPT_REDUCE"};
     for (int w = 0; w < 2; w++) {
         const char *name = getenv(vars[w]);
@@ -246,10 +249,10 @@ int mpiopt_env_asks_vendor(int is_reduce)
     return forced[is_reduce != 0] == MPIOPT_ALG_VENDOR;
 }
 
-int mpiopt_selection_from_rows(int is_reduce)
+int mpiopt_selection_measures(int is_reduce)
 {
     pthread_once(&once, load_settings);
-    return !tuning_from_file && forced[is_reduce != 0] < 0;
+    return measure && !tuning_from_file && forced[is_reduce != 0] < 0;
 }
 
 int mpiopt_verbose(void)
