@@ -293,6 +293,16 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
 void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
                             double seconds);
 
+/* The size class of a call of `bytes` bytes: log2 of the next power of two (at most 63), as
+ * MPIOPT_VERBOSE names it (select.c) and measured.c keeps its trials by. */
+static inline int mpiopt_size_class(size_t bytes)
+{
+    int k = 0;
+    while (k < 63 && ((size_t)1 << k) < bytes)
+        k++;
+    return k;
+}
+
 /* Largest power of two <= p, and its log2. */
 static inline int mpiopt_pow2_floor(int p, int *log2p)
 {

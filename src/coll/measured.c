@@ -93,9 +93,7 @@ void mpiopt_measured_free(mpiopt_measured *m)
 
 static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
 {
-    int k = 0;
-    while (k < 63 && ((size_t)1 << k) < bytes)
-        k++;
+    int k = mpiopt_size_class(bytes);
     if (!c->measured || k < FIRST_CLASS || k > LAST_CLASS)
         return NULL;
     *cls = k;

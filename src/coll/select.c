@@ -228,9 +228,7 @@ static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int r
     /* one line per (operation, p, size class, algorithm): size classes are powers of two */
     static uint64_t printed[4096];
     static int nprinted;
-    int size_class = 0;
-    while (size_class < 63 && ((size_t)1 << size_class) < bytes)
-        size_class++;
+    int size_class = mpiopt_size_class(bytes);
     uint64_t key = ((uint64_t)p << 16) | ((uint64_t)size_class << 8) | ((uint64_t)a << 1) |
                    (uint64_t)is_reduce;
     for (int i = 0; i < nprinted; i++)
