@@ -128,12 +128,13 @@ int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm,
     unsigned gen = s->generation;
     int hit = gen == __atomic_load_n(&mpiopt_plan_generation, __ATOMIC_ACQUIRE) &&
               mpiopt_plan_same_key(&s->key, &k);
-    mpiopt_call_plan found = s->plan;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (!hit || __atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
+    if (!hit)
         return 0;
-    *plan = found;
-    if (found.algorithm == MPIOPT_ALG_VENDOR && !mpiopt_report_on)
-        write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, &found, gen);
+    *plan = s->plan;    /* straight into the caller's: a miss leaves it to be planned anyway */
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&s->seq, __ATOMIC_RELAXED) != seq)
+        return 0;
+    if (plan->algorithm == MPIOPT_ALG_VENDOR && !mpiopt_report_on)
+        write_slot(&mpiopt_plan_last_vendor[is_reduce], &k, plan, gen);
     return 1;
 }

@@ -76,8 +76,9 @@ static inline int mpiopt_plan_repeats_vendor(int is_reduce, mpiopt_algorithm req
 }
 
 /* 1 and *plan if a call with these arguments was planned before and nothing it depends on was
- * freed since; 0 (plan it) otherwise, also while another thread writes its slot. A call planned
- * for the vendor becomes the last call of its kind (mpiopt_plan_repeats_vendor). */
+ * freed since; 0 (plan it: *plan may hold anything then) otherwise, also while another thread
+ * writes its slot. A call planned for the vendor becomes the last call of its kind
+ * (mpiopt_plan_repeats_vendor). */
 int mpiopt_plan_cached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
                        MPI_Datatype datatype, MPI_Op op, int root, mpiopt_call_plan *plan);
 

@@ -37,8 +37,11 @@ static pthread_key_t exit_key;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static int enabled, finalized;
 static int self_keyval = MPI_KEYVAL_INVALID;
-static __thread pool *my_pool;
-static __thread int recording;      /* mpiopt_scratch_recording */
+/* initial-exec: read at a fixed offset from the thread pointer, where the default model of a
+ * shared library calls __tls_get_addr on every access (a small reduce's non-root rank takes and
+ * gives back scratch on every call) */
+static __thread pool *my_pool __attribute__((tls_model("initial-exec")));
+static __thread int recording __attribute__((tls_model("initial-exec")));   /* mpiopt_scratch_recording */
 
 static void empty(pool *p)
 {
@@ -122,8 +125,13 @@ void *mpiopt_scratch_aligned(size_t bytes)
 
 void *mpiopt_scratch(size_t bytes)
 {
-    pthread_once(&setup_once, setup);
-    pool *p = enabled && !finalized ? this_thread_pool() : NULL;
+    pool *p = my_pool;     /* made only once setup has run and found the pool enabled */
+    if (!p) {
+        pthread_once(&setup_once, setup);
+        p = enabled && !finalized ? this_thread_pool() : NULL;
+    }
+    if (finalized)
+        p = NULL;
     if (!p)
         return mpiopt_scratch_aligned(bytes);
     /* the smallest free slot that fits; failing that, the largest free one, grown */

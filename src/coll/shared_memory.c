@@ -21,7 +21,7 @@
  *
  * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
  *
- * Each slot holds a ring of four input buffers for small calls (node_window.h). A rank publishes
+ * Each slot holds a ring of sixteen input buffers for small calls (node_window.h). A rank publishes
  * call k of the ring only after it has read every input of call k - 1, so a rank may write call
  * k's input once every rank has published k - buffers + 1. Allreduces larger than a buffer and
  * reduces larger than three go through the slot's stages instead (staged.c): as many as the
@@ -55,9 +55,9 @@
  * cache-line handovers costs more than the reduction it shares out */
 #define SCATTER_FROM_BYTES 4096
 /* A reduce's other ranks hand over this much through the ring without waiting for the root
- * (its buffers but one: the root may still be reading the last of the call before); larger
- * reduces go through the stages (staged.c) */
-#define SMALL_RING_BYTES ((SMALL_BUFFERS - 1) * BUFFER_BYTES)
+ * (fewer buffers than the ring has: the root may still be reading the last of the call before);
+ * larger reduces go through the stages (staged.c), whose pieces were measured from here */
+#define SMALL_RING_BYTES (3 * BUFFER_BYTES)
 /* with MPIOPT_SHM_SINGLE_COPY=1, allreduces of this size and up read the other ranks' buffers
  * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
  * per chunk cost more than the window's second copy */

@@ -141,13 +141,21 @@ void mpiopt_run3_threads(mpiopt_kernel3_fn k, const void *in1, const void *in2, 
     run_job(&j, threads);
 }
 
+/* Below two slices no thread count is worked out: a small call (a dot product's sum) goes
+ * straight to the kernel. */
 void mpiopt_run2(mpiopt_kernel2_fn k, const void *in, void *inout, size_t n, size_t elem_size)
 {
-    mpiopt_run2_threads(k, in, inout, n, elem_size, mpiopt_threads_for(n * elem_size));
+    if (n * elem_size < 2 * SLICE_ALIGN)
+        k(in, inout, n);
+    else
+        mpiopt_run2_threads(k, in, inout, n, elem_size, mpiopt_threads_for(n * elem_size));
 }
 
 void mpiopt_run3(mpiopt_kernel3_fn k, const void *in1, const void *in2, void *out, size_t n,
                  size_t elem_size)
 {
-    mpiopt_run3_threads(k, in1, in2, out, n, elem_size, mpiopt_threads_for(n * elem_size));
+    if (n * elem_size < 2 * SLICE_ALIGN)
+        k(in1, in2, out, n);
+    else
+        mpiopt_run3_threads(k, in1, in2, out, n, elem_size, mpiopt_threads_for(n * elem_size));
 }
