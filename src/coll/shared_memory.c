@@ -375,7 +375,9 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     (void)c, (void)buf, (void)count, (void)root;
     return MPI_SUCCESS;
 #else
-    size_t per_piece = BUFFER_BYTES / c->extent;
+    size_t bytes = count * c->extent;
+    /* a call that fits a buffer is one piece: no division (tens of cycles) on the small path */
+    size_t per_piece = bytes <= BUFFER_BYTES ? count : BUFFER_BYTES / c->extent;
     node_window *w;
     int rc;
     if (c->record || per_piece == 0 || c->size < 2)
@@ -384,7 +386,6 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
-    size_t bytes = count * c->extent;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
         if (w->direct && bytes >= DIRECT_FROM_BYTES)
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
