@@ -138,10 +138,10 @@ static size_t chunk_elements(size_t count, size_t extent)
 }
 
 /* How many stages an allreduce goes round. At p = 2 one: against Intel MPI 2021.15 (Xeon, 2
- * cores, MPI_FLOAT, eight alternating runs, Intel MPI's time / shared_memory's, median) 512 KiB
- * 1.01 against 0.96 with two stages and 0.92 with four, 1 MiB 1.04 against 1.00 and 0.98; against
- * Open MPI 4.1.4 the same within the noise. Above p = 2 not measured on a node of its own cores:
- * the four of before. */
+ * cores, MPI_FLOAT, five runs alternating the settings, Intel MPI's time / shared_memory's,
+ * median) 512 KiB 1.02 with one stage, 0.96 with two, 0.92 with four; 1 MiB 1.05, 1.01, 0.98;
+ * against Open MPI 4.1.4 the same within the noise. Above p = 2 not measured on a node of its own
+ * cores: the four of before. */
 static int allreduce_stages(int p)
 {
     return p == 2 ? 1 : ALLREDUCE_STAGES;
