@@ -83,7 +83,7 @@ static void copy_out(void *dst, const void *src, size_t n, int stream)
     }
 #endif
     (void)stream;
-    memcpy(dst, src, n);
+    mpiopt_shm_copy(dst, src, n);
 }
 
 /* Waits until this rank may write stage s for `chunk`: every other rank is done with the chunk
@@ -165,9 +165,9 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
         stage *mine = stage_for(c, w, chunk, s);
 
         share_of(m, me, p, &first, &n);
-        memcpy(mine->in, mpiopt_at(c, in, at), first * extent);
-        memcpy(mine->in + (first + n) * extent, mpiopt_at(c, in, at + first + n),
-               (m - first - n) * extent);
+        mpiopt_shm_copy(mine->in, mpiopt_at(c, in, at), first * extent);
+        mpiopt_shm_copy(mine->in + (first + n) * extent, mpiopt_at(c, in, at + first + n),
+                        (m - first - n) * extent);
         post(&mine->in_chunk, chunk);
 
         for (int r = 0; inputs && r < p; r++) {
@@ -211,7 +211,7 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
             size_t m = count - at < per_chunk ? count - at : per_chunk;
             uint64_t chunk = ++w->chunks;
             stage *mine = stage_for(c, w, chunk, (int)(j % w->stages));
-            memcpy(mine->in, mpiopt_at(c, in, at), m * extent);
+            mpiopt_shm_copy(mine->in, mpiopt_at(c, in, at), m * extent);
             post(&mine->in_chunk, chunk);
             post(&mine->done_chunk, chunk);     /* it reads no other rank's stage */
         }
