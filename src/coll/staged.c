@@ -39,10 +39,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "node_window.h"
-#if defined(__x86_64__)
-#include <emmintrin.h>
-#endif
+#include "node_window.h"     /* and, on x86-64, emmintrin.h's 16-byte loads and stores */
 
 #ifndef SMPI_SAMPLE_FLOPS
 
