@@ -1,5 +1,6 @@
-/* mpiopt's requests (the nonblocking and persistent collectives of nonblocking.c) and the MPI_Wait
- * family over arrays that mix them with the vendor's.
+/* mpiopt's requests (the nonblocking and persistent collectives of nonblocking.c): their handles,
+ * their progress, and their starts and frees. The MPI_Wait and MPI_Test family over arrays that
+ * mix them with the vendor's is request_waits.c.
  *
  * The handle. The program holds an MPI_Request; for an mpiopt request it is a generalized request
  * of the vendor's (MPI_Grequest_start), which the vendor never completes by itself. That makes it
@@ -24,26 +25,14 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
-#include "coll.h"
+#include "request_list.h"
 #include "requests.h"
-#include "schedule.h"
 
-typedef struct request {
-    MPI_Request handle;     /* the generalized request the program holds */
-    mpiopt_schedule *schedule;
-    int persistent;
-    int active;             /* started (a nonblocking request from the start) and not completed */
-    int done;               /* the schedule has run to its end, or failed (error) */
-    int error;
-    int freed;              /* MPI_Request_free while active: released when done */
-    struct request *next;
-} request;
-
-static request *requests;   /* every live mpiopt request */
+request *mpiopt_req_list;   /* every live mpiopt request */
 static int finalize_keyval = MPI_KEYVAL_INVALID;
 
 static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
-static int threaded;        /* MPI_THREAD_MULTIPLE: lock() is a lock */
+static int threaded;        /* MPI_THREAD_MULTIPLE: mpiopt_req_lock() is a lock */
 static pthread_mutex_t requests_lock;
 
 static void find_thread_level(void)
@@ -58,37 +47,30 @@ static void find_thread_level(void)
     pthread_mutexattr_destroy(&attr);
 }
 
-static void lock(void)
+void mpiopt_req_lock(void)
 {
     pthread_once(&threads_once, find_thread_level);
     if (threaded)
         pthread_mutex_lock(&requests_lock);
 }
 
-static void unlock(void)
+void mpiopt_req_unlock(void)
 {
     if (threaded)
         pthread_mutex_unlock(&requests_lock);
 }
 
-/* Whether any request of mpiopt's lives, read without the lock: a program's own request cannot
- * become mpiopt's while it is being waited for, so a stale answer only costs a round. */
-static int any_requests(void)
-{
-    return __atomic_load_n(&requests, __ATOMIC_ACQUIRE) != NULL;
-}
-
-static request *find(MPI_Request handle)
+request *mpiopt_req_find(MPI_Request handle)
 {
     if (handle == MPI_REQUEST_NULL)
         return NULL;
-    for (request *r = requests; r; r = r->next)
+    for (request *r = mpiopt_req_list; r; r = r->next)
         if (r->handle == handle)
             return r;
     return NULL;
 }
 
-static void empty_status(MPI_Status *status)
+void mpiopt_req_empty_status(MPI_Status *status)
 {
     if (status == MPI_STATUS_IGNORE)
         return;
@@ -98,16 +80,11 @@ static void empty_status(MPI_Status *status)
     PMPI_Status_set_cancelled(status, 0);
 }
 
-static MPI_Status *status_at(MPI_Status *statuses, int i)
-{
-    return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-}
-
 /* The generalized request's callbacks: a completed collective has an empty status and nothing
  * of its own to free (the request record goes with release), and cannot be cancelled. */
 static int query_fn(void *extra, MPI_Status *status)
 {
-    empty_status(status);
+    mpiopt_req_empty_status(status);
     status->MPI_ERROR = MPI_SUCCESS;
     return MPI_SUCCESS;
 }
@@ -126,9 +103,9 @@ static int cancel_fn(void *extra, int complete)
  * program's variable, set to MPI_REQUEST_NULL, with the status) or r's own copy. */
 static int release(request *r, MPI_Request *handle, MPI_Status *status)
 {
-    for (request **link = &requests; *link; link = &(*link)->next)
+    for (request **link = &mpiopt_req_list; *link; link = &(*link)->next)
         if (*link == r) {
-            __atomic_store_n(link, r->next, __ATOMIC_RELEASE);   /* any_requests reads it */
+            __atomic_store_n(link, r->next, __ATOMIC_RELEASE);   /* mpiopt_req_any reads it */
             break;
         }
     MPI_Request own = r->handle;
@@ -174,10 +151,10 @@ static void start_schedule(request *r)
 
 /* Advances every active schedule where it can without waiting; releases the freed ones that
  * are done. Returns the number still running. */
-static int progress_all(void)
+int mpiopt_req_progress_all(void)
 {
     int running = 0;
-    request *r = requests;
+    request *r = mpiopt_req_list;
     while (r) {
         request *next = r->next;
         if (r->active && !r->done)
@@ -191,7 +168,7 @@ static int progress_all(void)
     return running;
 }
 
-static void idle(void)
+void mpiopt_req_idle(void)
 {
     if (mpiopt_yield_when_idle())
         sched_yield();
@@ -199,18 +176,18 @@ static void idle(void)
 
 /* Runs r's schedule to its end, keeping the others moving. Called and returns with the lock
  * held; lets it go between rounds. */
-static void complete(request *r)
+void mpiopt_req_complete(request *r)
 {
     while (!r->done) {
-        int running = progress_all();
+        int running = mpiopt_req_progress_all();
         if (r->done)
             break;
         if (running == 1 && !threaded) {
             step(r, 1);     /* nothing else to keep moving: wait the way the blocking calls do */
         } else {
-            unlock();
-            idle();
-            lock();
+            mpiopt_req_unlock();
+            mpiopt_req_idle();
+            mpiopt_req_lock();
         }
     }
 }
@@ -218,7 +195,7 @@ static void complete(request *r)
 /* The end of a completed wait or test on r, held in the program's *handle. A schedule that
  * failed raises its error on the program's communicator, as the vendor raises a failed
  * request's (unless the program has freed that communicator since). */
-static int finish(request *r, MPI_Request *handle, MPI_Status *status)
+int mpiopt_req_finish(request *r, MPI_Request *handle, MPI_Status *status)
 {
     MPI_Comm raise_on = r->error != MPI_SUCCESS ? mpiopt_schedule_user_comm(r->schedule)
                                                 : MPI_COMM_NULL;
@@ -226,7 +203,7 @@ static int finish(request *r, MPI_Request *handle, MPI_Status *status)
     if (!r->persistent) {
         rc = release(r, handle, status);
     } else {
-        empty_status(status);
+        mpiopt_req_empty_status(status);
         r->active = r->done = 0;
         rc = r->error;
         r->error = MPI_SUCCESS;
@@ -238,23 +215,23 @@ static int finish(request *r, MPI_Request *handle, MPI_Status *status)
  * runs first thing there): a request freed while active must still send its messages. */
 static int finalize_drain(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    lock();
-    while (progress_all() > 0)
-        idle();
-    while (requests)
-        release(requests, NULL, MPI_STATUS_IGNORE);
-    unlock();
+    mpiopt_req_lock();
+    while (mpiopt_req_progress_all() > 0)
+        mpiopt_req_idle();
+    while (mpiopt_req_list)
+        release(mpiopt_req_list, NULL, MPI_STATUS_IGNORE);
+    mpiopt_req_unlock();
     return MPI_SUCCESS;
 }
 
 int mpiopt_request_new(mpiopt_schedule *schedule, int persistent, MPI_Request *handle)
 {
-    lock();
+    mpiopt_req_lock();
     if (finalize_keyval == MPI_KEYVAL_INVALID &&
         (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, finalize_drain, &finalize_keyval, NULL) !=
              MPI_SUCCESS ||
          PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL) != MPI_SUCCESS)) {
-        unlock();
+        mpiopt_req_unlock();
         return MPI_ERR_INTERN;
     }
     request *r = calloc(1, sizeof *r);
@@ -262,302 +239,26 @@ int mpiopt_request_new(mpiopt_schedule *schedule, int persistent, MPI_Request *h
                : MPI_ERR_NO_MEM;
     if (rc != MPI_SUCCESS) {
         free(r);
-        unlock();
+        mpiopt_req_unlock();
         return rc;
     }
     r->schedule = schedule;
     r->persistent = persistent;
-    r->next = requests;
-    __atomic_store_n(&requests, r, __ATOMIC_RELEASE);
+    r->next = mpiopt_req_list;
+    __atomic_store_n(&mpiopt_req_list, r, __ATOMIC_RELEASE);
     *handle = r->handle;
     if (!persistent)
         start_schedule(r);
-    unlock();
+    mpiopt_req_unlock();
     return MPI_SUCCESS;
-}
-
-/* 1 if a call on these requests needs mpiopt: one of them is mpiopt's, or a schedule is running
- * that must be kept moving while the program waits. */
-static int involved(int n, const MPI_Request *reqs)
-{
-    if (!requests)
-        return 0;
-    for (request *r = requests; r; r = r->next)
-        if (r->active && !r->done)
-            return 1;
-    for (int i = 0; i < n; i++)
-        if (find(reqs[i]))
-            return 1;
-    return 0;
-}
-
-/* The array with mpiopt's requests replaced by MPI_REQUEST_NULL, for the vendor's calls; ours[i]
- * is the mpiopt request at i. NULL when out of memory. */
-static MPI_Request *vendor_part(int n, const MPI_Request *reqs, request ***ours)
-{
-    MPI_Request *copy = malloc(sizeof *copy * (size_t)(n ? n : 1));
-    *ours = malloc(sizeof **ours * (size_t)(n ? n : 1));
-    if (!copy || !*ours) {
-        free(copy);
-        free(*ours);
-        return NULL;
-    }
-    for (int i = 0; i < n; i++) {
-        (*ours)[i] = find(reqs[i]);
-        copy[i] = (*ours)[i] ? MPI_REQUEST_NULL : reqs[i];
-    }
-    return copy;
-}
-
-static int test_locked(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    if (!involved(1, request))
-        return PMPI_Test(request, flag, status);
-    progress_all();
-    struct request *r = find(*request);
-    if (!r)
-        return PMPI_Test(request, flag, status);
-    *flag = !r->active || r->done;
-    if (!r->active) {
-        empty_status(status);
-        return MPI_SUCCESS;
-    }
-    return r->done ? finish(r, request, status) : MPI_SUCCESS;
-}
-
-int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    if (!any_requests())
-        return PMPI_Test(request, flag, status);
-    lock();
-    int rc = test_locked(request, flag, status);
-    unlock();
-    return rc;
-}
-
-int mpiopt_request_wait(MPI_Request *request, MPI_Status *status)
-{
-    if (!any_requests())
-        return PMPI_Wait(request, status);
-    lock();
-    if (!involved(1, request)) {
-        unlock();
-        return PMPI_Wait(request, status);
-    }
-    struct request *r = find(*request);
-    int rc;
-    if (!r) {
-        /* a vendor request, while schedules run: test it and keep them moving */
-        int flag = 0;
-        while ((rc = PMPI_Test(request, &flag, status)) == MPI_SUCCESS && !flag) {
-            if (progress_all() == 0) {
-                unlock();
-                return PMPI_Wait(request, status);
-            }
-            unlock();
-            idle();
-            lock();
-        }
-    } else if (!r->active) {
-        empty_status(status);
-        rc = MPI_SUCCESS;
-    } else {
-        complete(r);
-        rc = finish(r, request, status);
-    }
-    unlock();
-    return rc;
-}
-
-static int testall_locked(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
-{
-    if (!involved(count, reqs))
-        return PMPI_Testall(count, reqs, flag, statuses);
-    progress_all();
-    request **ours;
-    MPI_Request *copy = vendor_part(count, reqs, &ours);
-    if (!copy)
-        return MPI_ERR_NO_MEM;
-    int rc = MPI_SUCCESS;
-    *flag = 1;
-    for (int i = 0; i < count; i++)
-        if (ours[i] && ours[i]->active && !ours[i]->done)
-            *flag = 0;
-    /* the vendor's requests only when all of ours are done: a false flag changes no request */
-    if (*flag)
-        rc = PMPI_Testall(count, copy, flag, statuses);
-    for (int i = 0; *flag && i < count; i++) {
-        if (!ours[i]) {
-            reqs[i] = copy[i];
-            continue;
-        }
-        int rc_i = MPI_SUCCESS;
-        if (ours[i]->active)
-            rc_i = finish(ours[i], &reqs[i], status_at(statuses, i));   /* may free ours[i] */
-        else
-            empty_status(status_at(statuses, i));
-        if (rc == MPI_SUCCESS)
-            rc = rc_i;
-    }
-    free(copy);
-    free(ours);
-    return rc;
-}
-
-int mpiopt_request_testall(int count, MPI_Request reqs[], int *flag, MPI_Status statuses[])
-{
-    if (!any_requests())
-        return PMPI_Testall(count, reqs, flag, statuses);
-    lock();
-    int rc = testall_locked(count, reqs, flag, statuses);
-    unlock();
-    return rc;
-}
-
-/* 1 if a wait on these requests needs mpiopt (involved), asked under the lock. */
-static int involved_now(int n, const MPI_Request *reqs)
-{
-    if (!any_requests())
-        return 0;
-    lock();
-    int yes = involved(n, reqs);
-    unlock();
-    return yes;
-}
-
-int mpiopt_request_waitall(int count, MPI_Request reqs[], MPI_Status statuses[])
-{
-    if (!involved_now(count, reqs))
-        return PMPI_Waitall(count, reqs, statuses);
-    int flag = 0, rc;
-    while ((rc = mpiopt_request_testall(count, reqs, &flag, statuses)) == MPI_SUCCESS && !flag)
-        idle();
-    return rc;
-}
-
-static int testany_locked(int count, MPI_Request reqs[], int *index, int *flag,
-                          MPI_Status *status)
-{
-    if (!involved(count, reqs))
-        return PMPI_Testany(count, reqs, index, flag, status);
-    progress_all();
-    request **ours;
-    MPI_Request *copy = vendor_part(count, reqs, &ours);
-    if (!copy)
-        return MPI_ERR_NO_MEM;
-    int rc = MPI_SUCCESS, ours_active = 0;
-    *flag = 0;
-    for (int i = 0; i < count && !*flag; i++) {
-        if (!ours[i] || !ours[i]->active)
-            continue;
-        ours_active = 1;
-        if (ours[i]->done) {
-            *flag = 1;
-            *index = i;
-            rc = finish(ours[i], &reqs[i], status);
-        }
-    }
-    if (!*flag) {
-        rc = PMPI_Testany(count, copy, index, flag, status);
-        if (*flag && *index != MPI_UNDEFINED)
-            reqs[*index] = copy[*index];
-        else if (*flag && ours_active)
-            *flag = 0;      /* no active vendor request, but ours still run */
-    }
-    free(copy);
-    free(ours);
-    return rc;
-}
-
-int mpiopt_request_testany(int count, MPI_Request reqs[], int *index, int *flag,
-                           MPI_Status *status)
-{
-    if (!any_requests())
-        return PMPI_Testany(count, reqs, index, flag, status);
-    lock();
-    int rc = testany_locked(count, reqs, index, flag, status);
-    unlock();
-    return rc;
-}
-
-int mpiopt_request_waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status)
-{
-    if (!involved_now(count, reqs))
-        return PMPI_Waitany(count, reqs, index, status);
-    int flag = 0, rc;
-    while ((rc = mpiopt_request_testany(count, reqs, index, &flag, status)) == MPI_SUCCESS && !flag)
-        idle();
-    return rc;
-}
-
-static int testsome_locked(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                           MPI_Status statuses[])
-{
-    if (!involved(incount, reqs))
-        return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
-    progress_all();
-    request **ours;
-    MPI_Request *copy = vendor_part(incount, reqs, &ours);
-    if (!copy)
-        return MPI_ERR_NO_MEM;
-    int rc = MPI_SUCCESS, n = 0, ours_active = 0, vendor_n = 0;
-    for (int i = 0; i < incount; i++) {
-        if (!ours[i] || !ours[i]->active)
-            continue;
-        ours_active = 1;
-        if (ours[i]->done) {
-            indices[n] = i;
-            int rc_i = finish(ours[i], &reqs[i], status_at(statuses, n));
-            if (rc == MPI_SUCCESS)
-                rc = rc_i;
-            n++;
-        }
-    }
-    int rc_v = PMPI_Testsome(incount, copy, &vendor_n, indices + n,
-                             statuses == MPI_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : statuses + n);
-    if (rc == MPI_SUCCESS)
-        rc = rc_v;
-    if (vendor_n == MPI_UNDEFINED)
-        *outcount = n == 0 && !ours_active ? MPI_UNDEFINED : n;
-    else {
-        for (int j = n; j < n + vendor_n; j++)
-            reqs[indices[j]] = copy[indices[j]];
-        *outcount = n + vendor_n;
-    }
-    free(copy);
-    free(ours);
-    return rc;
-}
-
-int mpiopt_request_testsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                            MPI_Status statuses[])
-{
-    if (!any_requests())
-        return PMPI_Testsome(incount, reqs, outcount, indices, statuses);
-    lock();
-    int rc = testsome_locked(incount, reqs, outcount, indices, statuses);
-    unlock();
-    return rc;
-}
-
-int mpiopt_request_waitsome(int incount, MPI_Request reqs[], int *outcount, int indices[],
-                            MPI_Status statuses[])
-{
-    if (!involved_now(incount, reqs))
-        return PMPI_Waitsome(incount, reqs, outcount, indices, statuses);
-    int rc;
-    while ((rc = mpiopt_request_testsome(incount, reqs, outcount, indices, statuses)) ==
-               MPI_SUCCESS && *outcount == 0)
-        idle();
-    return rc;
 }
 
 int mpiopt_request_start(MPI_Request *request)
 {
-    if (!any_requests())
+    if (!mpiopt_req_any())
         return PMPI_Start(request);
-    lock();
-    struct request *r = find(*request);
+    mpiopt_req_lock();
+    struct request *r = mpiopt_req_find(*request);
     int rc = MPI_SUCCESS;
     if (!r)
         rc = PMPI_Start(request);
@@ -567,13 +268,13 @@ int mpiopt_request_start(MPI_Request *request)
         mpiopt_schedule_restart(r->schedule);
         start_schedule(r);
     }
-    unlock();
+    mpiopt_req_unlock();
     return rc;
 }
 
 int mpiopt_request_startall(int count, MPI_Request reqs[])
 {
-    if (!any_requests())
+    if (!mpiopt_req_any())
         return PMPI_Startall(count, reqs);
     for (int i = 0; i < count; i++) {
         int rc = mpiopt_request_start(&reqs[i]);
@@ -585,10 +286,10 @@ int mpiopt_request_startall(int count, MPI_Request reqs[])
 
 int mpiopt_request_free(MPI_Request *request)
 {
-    if (!any_requests())
+    if (!mpiopt_req_any())
         return PMPI_Request_free(request);
-    lock();
-    struct request *r = find(*request);
+    mpiopt_req_lock();
+    struct request *r = mpiopt_req_find(*request);
     int rc = MPI_SUCCESS;
     if (!r) {
         rc = PMPI_Request_free(request);
@@ -599,25 +300,25 @@ int mpiopt_request_free(MPI_Request *request)
         rc = release(r, request, MPI_STATUS_IGNORE);
         *request = MPI_REQUEST_NULL;
     }
-    unlock();
+    mpiopt_req_unlock();
     return rc;
 }
 
 int mpiopt_request_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
-    if (!any_requests())
+    if (!mpiopt_req_any())
         return PMPI_Request_get_status(request, flag, status);
-    lock();
-    struct request *r = find(request);
+    mpiopt_req_lock();
+    struct request *r = mpiopt_req_find(request);
     int rc = MPI_SUCCESS;
     if (!r) {
         rc = PMPI_Request_get_status(request, flag, status);
     } else {
-        progress_all();
+        mpiopt_req_progress_all();
         *flag = !r->active || r->done;
         if (*flag)
-            empty_status(status);
+            mpiopt_req_empty_status(status);
     }
-    unlock();
+    mpiopt_req_unlock();
     return rc;
 }
