@@ -30,11 +30,6 @@ static inline int mpiopt_req_any(void)
     return __atomic_load_n(&mpiopt_req_list, __ATOMIC_ACQUIRE) != NULL;
 }
 
-static inline MPI_Status *mpiopt_req_status_at(MPI_Status *statuses, int i)
-{
-    return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
-}
-
 /* The lock over the list and every schedule's progress (a lock only under
  * MPI_THREAD_MULTIPLE; recursive) */
 MPIOPT_REQ_INTERNAL void mpiopt_req_lock(void);

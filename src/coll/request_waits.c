@@ -6,6 +6,12 @@
 #include <stdlib.h>
 #include "request_list.h"
 
+/* Where the status of the i-th request goes (nowhere when the program ignores them all) */
+static MPI_Status *status_at(MPI_Status *statuses, int i)
+{
+    return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i];
+}
+
 /* 1 if a call on these requests needs mpiopt: one of them is mpiopt's, or a schedule is running
  * that must be kept moving while the program waits. */
 static int involved(int n, const MPI_Request *reqs)
@@ -123,9 +129,10 @@ static int testall_locked(int count, MPI_Request reqs[], int *flag, MPI_Status s
         }
         int rc_i = MPI_SUCCESS;
         if (ours[i]->active)
-            rc_i = mpiopt_req_finish(ours[i], &reqs[i], mpiopt_req_status_at(statuses, i));   /* may free ours[i] */
+            /* may free ours[i] */
+            rc_i = mpiopt_req_finish(ours[i], &reqs[i], status_at(statuses, i));
         else
-            mpiopt_req_empty_status(mpiopt_req_status_at(statuses, i));
+            mpiopt_req_empty_status(status_at(statuses, i));
         if (rc == MPI_SUCCESS)
             rc = rc_i;
     }
@@ -237,7 +244,7 @@ static int testsome_locked(int incount, MPI_Request reqs[], int *outcount, int i
         ours_active = 1;
         if (ours[i]->done) {
             indices[n] = i;
-            int rc_i = mpiopt_req_finish(ours[i], &reqs[i], mpiopt_req_status_at(statuses, n));
+            int rc_i = mpiopt_req_finish(ours[i], &reqs[i], status_at(statuses, n));
             if (rc == MPI_SUCCESS)
                 rc = rc_i;
             n++;
