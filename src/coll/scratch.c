@@ -20,6 +20,7 @@
 #include <string.h>
 #include "coll.h"
 #include "schedule.h"
+#include "tls_model.h"
 
 #define SLOTS 4
 #define ALIGN 64    /* a cache line, and an AVX-512 vector */
@@ -37,11 +38,12 @@ static pthread_key_t exit_key;
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 static int enabled, finalized;
 static int self_keyval = MPI_KEYVAL_INVALID;
-/* initial-exec: read at a fixed offset from the thread pointer, where the default model of a
- * shared library calls __tls_get_addr on every access (a small reduce's non-root rank takes and
- * gives back scratch on every call) */
-static __thread pool *my_pool __attribute__((tls_model("initial-exec")));
-static __thread int recording __attribute__((tls_model("initial-exec")));   /* mpiopt_scratch_recording */
+/* MPIOPT_TLS_FAST (initial-exec in the native build): read at a fixed offset from the thread
+ * pointer, where the default model of a shared library calls __tls_get_addr on every access (a
+ * small reduce's non-root rank takes and gives back scratch on every call); the SMPI build keeps
+ * the default model (tls_model.h says why) */
+static __thread pool *my_pool MPIOPT_TLS_FAST;
+static __thread int recording MPIOPT_TLS_FAST;   /* mpiopt_scratch_recording */
 
 static void empty(pool *p)
 {

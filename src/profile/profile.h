@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdint.h>
 #include <time.h>
+#include "tls_model.h"
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -60,7 +61,7 @@ struct prof_state {
 extern struct prof_state prof;
 /* 1 while a wrapper runs: a call it makes through another MPI_ symbol (MPICH's Fortran
  * bindings call the C MPI_ functions) is not counted twice. */
-extern __thread int prof_depth __attribute__((tls_model("initial-exec")));
+extern __thread int prof_depth MPIOPT_TLS_FAST;
 
 extern const char *const prof_call_names[PROF_NCALLS];
 extern const enum prof_kind prof_call_kinds[PROF_NCALLS];

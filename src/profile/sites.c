@@ -41,7 +41,7 @@ struct site_table {
     uint64_t overflow;              /* calls not counted: the table was full */
 };
 
-static __thread struct site_table *my_table __attribute__((tls_model("initial-exec")));
+static __thread struct site_table *my_table MPIOPT_TLS_FAST;
 static struct site_table *tables[SITE_THREADS];
 static int ntables;
 static uint64_t untracked;          /* calls of threads beyond SITE_THREADS */

@@ -10,7 +10,7 @@
 
 struct prof_state prof;
 int prof_use_tsc;
-__thread int prof_depth __attribute__((tls_model("initial-exec")));
+__thread int prof_depth MPIOPT_TLS_FAST;
 struct prof_region prof_regions[PROF_MAX_REGIONS];
 int prof_nregions;
 

@@ -45,7 +45,7 @@ struct trace_buffer {
     uint64_t n, dropped;
 };
 
-static __thread struct trace_buffer *my_buffer __attribute__((tls_model("initial-exec")));
+static __thread struct trace_buffer *my_buffer MPIOPT_TLS_FAST;
 static struct trace_buffer buffers[TRACE_THREADS];
 static int nbuffers;
 static uint64_t capacity = TRACE_DEFAULT_EVENTS;
