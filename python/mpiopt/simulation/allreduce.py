@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 
 from ..errors import UsageError
@@ -176,10 +177,17 @@ def _measured_levels(exchange: dict, ppn: int) -> dict:
 def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
              algorithms: list[str] | None = None, vendors: list[str] = list(VENDORS),
              iterations: int = 1, tuning: str | None = None, progress=None,
-             mpiopt: bool = True) -> list[dict]:
+             mpiopt: bool = True, phases: list | None = None) -> list[dict]:
     """Simulated seconds of auto, `algorithms` and SMPI's `vendors` selections at each size:
     a list of {"algorithm", "ranks", "bytes", "seconds"}. `progress(text)` is told what runs.
-    mpiopt=False: the vendors alone (no auto, no algorithms)."""
+    mpiopt=False: the vendors alone (no auto, no algorithms). `phases`, if given, gets one
+    {"ranks", "phase", "host_seconds"} per phase: the host's time, which is what limits how
+    large a simulation can be."""
+    def timed(phase: str, start: float) -> None:
+        if phases is not None:
+            phases.append({"ranks": ranks, "phase": phase,
+                           "host_seconds": round(time.monotonic() - start, 1)})
+
     bindir = smpi.build([BENCH])
     algorithms = list(algorithms if algorithms is not None else _algorithm_names())
     records: list[dict] = []
@@ -187,8 +195,12 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
         work = Path(tmp)
         platform, hosts = smpi.write_machine(work, kind, ranks, ppn)
         if tuning is None:
+            start = time.monotonic()
+            if progress:
+                progress(f"p={ranks} {kind}: measuring the message patterns (mpiopt-exchange)")
             tuning = str(work / "tuning.json")
             Path(tuning).write_text(json.dumps(platform_tuning(kind, ranks, ppn)))
+            timed("message patterns (mpiopt-exchange, cached in build/smpi/exchange)", start)
         env = dict(os.environ, MPIOPT_TUNING_FILE=str(Path(tuning).resolve()))
         for var in ("MPIOPT_ALLREDUCE", "MPIOPT_VERBOSE"):   # auto must choose for itself
             env.pop(var, None)
@@ -209,8 +221,11 @@ def simulate(kind: str, ranks: int, sizes: list[int], ppn: int = 1,
             argv = ["-m", _size_argument(sizes), "-i", str(iterations), "-x", "1",
                     "--warmup-large", "0" if lo <= SMALL_BYTES else "1", "-T", DATATYPE[0],
                     "-a", ",".join(columns), "--json"]
+            start = time.monotonic()
             doc = smpi.smpirun_json(bindir / BENCH, argv, ranks, platform, hosts,
                                     config=config, env=env, cwd=work)
+            timed("smpirun: " + ", ".join(vendor if c == "vendor" else c for c in columns
+                                          if c != "vendor" or vendor), start)
             for row in doc["results"]:    # exactly the sizes asked for (-m MIN:MAX or a list)
                 name = vendor if row["algorithm"] == "vendor" else row["algorithm"]
                 if name is None:
@@ -306,6 +321,7 @@ def run(args) -> int:
 
     err = Console(stderr=True)
     records: list[dict] = []
+    phases: list[dict] = []
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("building with smpicc", total=None)
@@ -315,7 +331,7 @@ def run(args) -> int:
                                     spec["algorithms"] or [], spec["vendors"], args.iterations,
                                     args.tuning,
                                     progress=lambda text: bar.update(task, description=text),
-                                    mpiopt=spec["algorithms"] is not None)
+                                    mpiopt=spec["algorithms"] is not None, phases=phases)
             except RuntimeError as e:      # the SMPI build or a simulation failed: say which
                 err.print(f"mpiopt simulate allreduce: {e}", markup=False, highlight=False)
                 return 1
@@ -332,5 +348,8 @@ def run(args) -> int:
     console = report_console()
     console.width = max(console.width, 130)
     _print_tables(console, records, args.platform, args.ppn)
+    for ph in phases:
+        console.print(f"host time, {ph['ranks']} ranks, {ph['phase']}: {ph['host_seconds']:.1f} s",
+                      highlight=False)
     console.print(f"written: {results / (stem + '.json')}, {results / (stem + '.png')}")
     return 0

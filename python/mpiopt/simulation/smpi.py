@@ -19,8 +19,9 @@ make runs deterministic are the same for all of them:
   ranks × 8 MiB would otherwise need real memory for every rank. Their contents are garbage,
   which does not matter because nothing is timed but the network. libmpiopt's scratch takes
   malloc under SMPI (scratch.c), so it is shared too;
-- collectives other than the allreduce under test use SMPI's `mpich` selection
-  (`smpi/coll-selector`), not its linear `default` ones (COLL_SELECTOR);
+- collectives other than the allreduce under test run fixed logarithmic algorithms that know
+  nothing of nodes (SETUP_COLLECTIVES), not SMPI's linear `default` ones nor its `mpich`
+  selection, whose node-aware algorithms cost the host O(p²) on every new communicator;
 - libmpiopt.so is privatized (`smpi/privatize-libs`): every simulated rank gets its own copy of
   the library's globals, as every process does in a real run.
 """
@@ -45,12 +46,20 @@ PLATFORMS = ("cluster", "torus", "fattree")
 FLAVOUR = "smpi"
 SHARED_MALLOC_THRESHOLD = 64 * 1024
 # SMPI's collectives other than the allreduce under test (a vendor's is --cfg=smpi/allreduce,
-# which takes precedence): setup (MPI_Comm_split_type, libmpiopt's node layout allgather) and the
-# benchmark's closing reductions. SMPI's `default` allgather is linear and nonblocking: every rank
-# waits for 2(p-1) requests, and SimGrid 3.32 unregisters each finished one from a list as long,
-# so 1024 ranks spent their whole run (tens of minutes) in one MPI_Allgather. MPICH's selection
-# is logarithmic.
-COLL_SELECTOR = "mpich"
+# which comes later and takes precedence): setup (MPI_Comm_dup, MPI_Comm_split_type, libmpiopt's
+# node layout allgather) and the benchmark's closing reductions. Each is named, logarithmic and
+# flat, because both obvious choices cost the host, not the simulation, dearly at scale:
+# - SMPI's `default` allgather is linear and nonblocking: every rank waits for 2(p-1) requests,
+#   and SimGrid 3.32 unregisters each finished one from a list as long, so 1024 ranks spent
+#   their whole run (tens of minutes) in one MPI_Allgather;
+# - its `mpich` selection (bcast, reduce, allreduce) is node-aware: the first call on a
+#   communicator runs Comm::init_smp, a ring allgather of p steps of p messages. Every new
+#   communicator's constructor broadcasts its id, so each MPI_Comm_dup paid it too: at 1024
+#   ranks, 16 a node, 20 s of host time a communicator, and 16 times that at 4096.
+# With these, the dup costs 0.15 s there. SMPI's node-aware allreduces under test (`mpich`,
+# `mvapich2`, the smp_* ones) still pay init_smp once for each communicator they run on.
+SETUP_COLLECTIVES = {"allgather": "rdb", "bcast": "binomial_tree", "barrier": "ompi_recursivedoubling",
+                     "reduce": "binomial", "gather": "ompi_binomial", "allreduce": "rdb"}
 
 
 @dataclass(frozen=True)
@@ -236,7 +245,7 @@ def deterministic_config(library: Path | None = None, net: Network = Network()) 
            "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
            f"--cfg=smpi/os:0:{net.send_overhead:.6g}:0", f"--cfg=smpi/or:0:{net.recv_overhead:.6g}:0",
            f"--cfg=smpi/auto-shared-malloc-thresh:{SHARED_MALLOC_THRESHOLD}",
-           f"--cfg=smpi/coll-selector:{COLL_SELECTOR}"]
+           *(f"--cfg=smpi/{coll}:{algorithm}" for coll, algorithm in SETUP_COLLECTIVES.items())]
     if library is not None:
         cfg.append(f"--cfg=smpi/privatize-libs:{library}")
     # SimGrid's start-up chatter (every option set, every collective chosen) is not for users
