@@ -6,18 +6,42 @@
  *    "allreduce": [{"ranks": P, "max_bytes": B, "algorithm": "NAME"}, ...], "reduce": [...]}
  * ("exchange", optional, is what mpiopt-exchange --json prints)
  * so a recursive-descent walk over JSON values that picks those keys is enough; unknown keys are
- * skipped, so newer writers can add fields. */
+ * skipped, so newer writers can add fields. The file is read inside the program's process (in
+ * MPI_Init's first collective), so bad content must cost a warning, never the program: the
+ * nesting is bounded (MAX_DEPTH; a file of 200,000 '[' overflowed the stack of the recursion) and
+ * so is the size (MAX_FILE_BYTES). tests/fuzz/tuning_file_fuzz.c runs it under libFuzzer. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
 #include "tuning_file.h"
 
+/* the real format nests 4 deep ({"model": {"exchange": {"patterns": [{…}]}}}); a build may raise
+ * it only to show that the bound matters (the fuzz test's control) */
+#ifndef MPIOPT_TUNING_MAX_DEPTH
+#define MPIOPT_TUNING_MAX_DEPTH 32
+#endif
+#define MAX_DEPTH MPIOPT_TUNING_MAX_DEPTH
+/* a real table is a few KiB; anything near this is not one */
+#define MAX_FILE_BYTES (16L << 20)
+
 typedef struct {
     const char *s;
     const char *err;
+    int depth;          /* objects and arrays open around the current value */
 } parser;
+
+/* Entering an object or array: -1 (and the error) past MAX_DEPTH. */
+static int descend(parser *p)
+{
+    if (++p->depth > MAX_DEPTH) {
+        p->err = "nested too deep (a tuning table nests 4 levels)";
+        return -1;
+    }
+    return 0;
+}
 
 static void skip_ws(parser *p)
 {
@@ -58,16 +82,33 @@ static int parse_string(parser *p, char *out, size_t outlen)
     return 0;
 }
 
+/* A finite number (strtod also reads "nan" and "inf", which no field may hold: a NaN passes
+ * every range check below). */
 static int parse_number(parser *p, double *v)
 {
     skip_ws(p);
     char *end;
     *v = strtod(p->s, &end);
-    if (end == p->s) {
+    if (end == p->s || !isfinite(*v)) {
         p->err = "expected a number";
         return -1;
     }
     p->s = end;
+    return 0;
+}
+
+/* A whole number in [lo, hi] into an int: converting a double outside int's range is undefined
+ * behaviour (the fuzzer's first find, a "ranks" of 1e300). */
+static int parse_int(parser *p, int *out, int lo, int hi, const char *what)
+{
+    double v;
+    if (parse_number(p, &v))
+        return -1;
+    if (v < lo || v > hi) {
+        p->err = what;
+        return -1;
+    }
+    *out = (int)v;
     return 0;
 }
 
@@ -76,11 +117,12 @@ static int skip_value(parser *p);
 /* Calls on_key(key, ctx) for each member; on_key must consume the value. */
 static int parse_object(parser *p, int (*on_key)(parser *, const char *, void *), void *ctx)
 {
-    if (expect(p, '{'))
+    if (expect(p, '{') || descend(p))
         return -1;
     skip_ws(p);
     if (*p->s == '}') {
         p->s++;
+        p->depth--;
         return 0;
     }
     for (;;) {
@@ -92,6 +134,7 @@ static int parse_object(parser *p, int (*on_key)(parser *, const char *, void *)
             p->s++;
             continue;
         }
+        p->depth--;
         return expect(p, '}');
     }
 }
@@ -99,11 +142,12 @@ static int parse_object(parser *p, int (*on_key)(parser *, const char *, void *)
 /* Calls on_item(ctx) for each element; on_item must consume the element. */
 static int parse_array(parser *p, int (*on_item)(parser *, void *), void *ctx)
 {
-    if (expect(p, '['))
+    if (expect(p, '[') || descend(p))
         return -1;
     skip_ws(p);
     if (*p->s == ']') {
         p->s++;
+        p->depth--;
         return 0;
     }
     for (;;) {
@@ -114,6 +158,7 @@ static int parse_array(parser *p, int (*on_item)(parser *, void *), void *ctx)
             p->s++;
             continue;
         }
+        p->depth--;
         return expect(p, ']');
     }
 }
@@ -205,13 +250,8 @@ static int pattern_item(parser *p, void *ctx)
 static int exchange_key(parser *p, const char *key, void *ctx)
 {
     mpiopt_cost_params *m = ctx;
-    if (!strcmp(key, "ranks")) {
-        double v;
-        if (parse_number(p, &v))
-            return -1;
-        m->exchange_ranks = (int)v;
-        return 0;
-    }
+    if (!strcmp(key, "ranks"))
+        return parse_int(p, &m->exchange_ranks, 0, 1 << 30, "exchange ranks out of range");
     if (!strcmp(key, "patterns"))
         return parse_array(p, pattern_item, m);
     return skip_value(p);
@@ -235,17 +275,8 @@ static int model_key(parser *p, const char *key, void *ctx)
         }
         return 0;
     }
-    if (!strcmp(key, "ranks_per_node")) {
-        double v;
-        if (parse_number(p, &v))
-            return -1;
-        if (v < 0 || v > (1 << 30)) {
-            p->err = "ranks_per_node out of range";
-            return -1;
-        }
-        m->ranks_per_node = (int)v;
-        return 0;
-    }
+    if (!strcmp(key, "ranks_per_node"))
+        return parse_int(p, &m->ranks_per_node, 0, 1 << 30, "ranks_per_node out of range");
     double *field = !strcmp(key, "alpha") ? &m->alpha
                     : !strcmp(key, "beta") ? &m->beta
                     : !strcmp(key, "gamma") ? &m->gamma
@@ -265,13 +296,8 @@ static int model_key(parser *p, const char *key, void *ctx)
 static int row_key(parser *p, const char *key, void *ctx)
 {
     mpiopt_tuning_row *r = ctx;
-    double v;
-    if (!strcmp(key, "ranks")) {
-        if (parse_number(p, &v))
-            return -1;
-        r->ranks = (int)v;
-        return 0;
-    }
+    if (!strcmp(key, "ranks"))
+        return parse_int(p, &r->ranks, 1, 1 << 30, "a row's ranks out of range");
     if (!strcmp(key, "max_bytes"))
         return parse_number(p, &r->max_bytes);
     if (!strcmp(key, "algorithm")) {
@@ -349,27 +375,11 @@ static int compare_rows(const void *a, const void *b)
     return (x->max_bytes > y->max_bytes) - (x->max_bytes < y->max_bytes);
 }
 
-int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen)
+int mpiopt_tuning_parse(const char *text, const char *name, mpiopt_tuning *t, char *err,
+                        int errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, (size_t)errlen, "cannot open %s", path);
-        return -1;
-    }
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
-    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
-        fclose(f);
-        free(text);
-        snprintf(err, (size_t)errlen, "cannot read %s", path);
-        return -1;
-    }
-    fclose(f);
-    text[len] = 0;
     mpiopt_tuning parsed = *t;
-    parser p = {text, NULL};
+    parser p = {text, NULL, 0};
     int rc = parse_object(&p, top_key, &parsed);
     if (rc == 0) {
         skip_ws(&p);
@@ -379,7 +389,7 @@ int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen
         }
     }
     if (rc) {
-        snprintf(err, (size_t)errlen, "%s: %s at byte %ld", path, p.err ? p.err : "syntax error",
+        snprintf(err, (size_t)errlen, "%s: %s at byte %ld", name, p.err ? p.err : "syntax error",
                  (long)(p.s - text));
     } else {
         for (int w = 0; w < 2; w++)
@@ -387,6 +397,33 @@ int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen
                   compare_rows);
         *t = parsed;
     }
+    return rc;
+}
+
+int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, (size_t)errlen, "cannot open %s", path);
+        return -1;
+    }
+    long len = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (len > MAX_FILE_BYTES) {
+        fclose(f);
+        snprintf(err, (size_t)errlen, "%s: %ld bytes, more than a tuning table can be (%ld)", path,
+                 len, MAX_FILE_BYTES);
+        return -1;
+    }
+    char *text = len >= 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)len + 1) : NULL;
+    if (!text || fread(text, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        free(text);
+        snprintf(err, (size_t)errlen, "cannot read %s", path);
+        return -1;
+    }
+    fclose(f);
+    text[len] = 0;
+    int rc = mpiopt_tuning_parse(text, path, t, err, errlen);
     free(text);
     return rc;
 }

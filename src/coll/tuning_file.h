@@ -23,5 +23,9 @@ typedef struct {
 /* Parses a tuning file into *t (rows sorted). Returns 0, or -1 with a message in err. Fields not
  * in the file keep the values *t had. */
 int mpiopt_tuning_read(const char *path, mpiopt_tuning *t, char *err, int errlen);
+/* The same from text in memory (NUL-terminated; `name` names it in the error): the fuzz
+ * target's entry (tests/fuzz/tuning_file_fuzz.c). */
+int mpiopt_tuning_parse(const char *text, const char *name, mpiopt_tuning *t, char *err,
+                        int errlen);
 
 #endif
