@@ -63,7 +63,6 @@ typedef struct {
     buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
                                      * result[k % RESULT_BUFFERS] */
     buffer small[SMALL_BUFFERS];    /* the ring's buffers */
-    stage stages[];                 /* node_window.stages of them */
 } slot;
 
 /* Small calls go through a ring of SMALL_BUFFERS input buffers that stay in cache, each call with
@@ -81,13 +80,23 @@ static inline buffer *ring_buffer(slot *s, uint64_t call)
 }
 
 /* A rank's view of the window (made by shared_memory.c's window_of) */
+/* Two shared windows a communicator, made when first needed (shared_memory.c): the slots, at the
+ * first call (what small calls need, 168 KiB a rank), and the stages, at the first call that goes
+ * through them, sized from what is left of the node's budget (MPIOPT_SHM_NODE_BYTES). */
 struct mpiopt_node_window {
-    int usable;                     /* 0: the ranks do not share a node */
-    int freed;                      /* the window is gone (MPI_Finalize came first) */
+    int usable;                     /* 0: the ranks do not share a node, or the budget or the
+                                     * room in the backing store is spent (vs. `why`) */
+    const char *why;                /* why not usable, or why no stages (NULL: no reason) */
+    int freed;                      /* the windows are gone (MPI_Finalize came first) */
     MPI_Win win;
     ring small;
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
-    uint64_t stages;                /* in each slot, the same on every rank */
+    int stages_tried;               /* the stage window was asked for (made or refused) */
+    MPI_Win stage_win;              /* MPI_WIN_NULL until made */
+    uint64_t stages;                /* in each rank's stage array, the same on every rank; 0: none */
+    stage *my_stages;
+    stage **all_stages;             /* every rank's stages, mapped here */
+    size_t held;                    /* bytes of this rank's part of both windows (the budget's) */
     uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
     slot *mine;

@@ -90,9 +90,9 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, in
 {
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            mpiopt_shm_wait(&w->all[r]->stages[s].done_chunk, w->stage_chunk[s]);
+            mpiopt_shm_wait(&w->all_stages[r][s].done_chunk, w->stage_chunk[s]);
     w->stage_chunk[s] = chunk;
-    return &w->mine->stages[s];
+    return &w->my_stages[s];
 }
 
 /* Room to reduce the p inputs of up to `elements` elements at a time (node_window.h) */
@@ -171,8 +171,8 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
             if (r == me) {
                 inputs[r] = mpiopt_at(c, in, at + first);
             } else {
-                mpiopt_shm_wait(&w->all[r]->stages[s].in_chunk, chunk);
-                inputs[r] = w->all[r]->stages[s].in + first * extent;
+                mpiopt_shm_wait(&w->all_stages[r][s].in_chunk, chunk);
+                inputs[r] = w->all_stages[r][s].in + first * extent;
             }
         }
         if (rc == MPI_SUCCESS && n > 0)
@@ -181,7 +181,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
 
         for (int k = 0; k < p; k++) {
             int r = (me + k) % p;
-            const stage *theirs = &w->all[r]->stages[s];
+            const stage *theirs = &w->all_stages[r][s];
             size_t their_first, their_n;
             share_of(m, r, p, &their_first, &their_n);
             if (k > 0)
@@ -229,8 +229,8 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
         }
         for (int r = 0; inputs && r < p; r++) {
             if (r != me)
-                mpiopt_shm_wait(&w->all[r]->stages[s].in_chunk, chunk);
-            inputs[r] = r == me ? own : w->all[r]->stages[s].in;
+                mpiopt_shm_wait(&w->all_stages[r][s].in_chunk, chunk);
+            inputs[r] = r == me ? own : w->all_stages[r][s].in;
         }
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, &f);

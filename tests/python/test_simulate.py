@@ -190,3 +190,14 @@ def test_readme_simulate_examples_run_as_written(tmp_path, command):
     assert {r["ranks"] for r in rows} == {ranks}
     assert "auto" in {r["algorithm"] for r in rows}
     assert all(r["seconds"] > 0 for r in rows)
+
+
+def test_too_few_memory_mappings_is_said_before_the_run(tmp_path, monkeypatch):
+    """SMPI maps copies of the program and of libmpiopt per rank: 4096 ranks died mid-run under
+    Linux's default vm.max_map_count (65530). The check says so first, with the fix."""
+    fake = tmp_path / "max_map_count"
+    fake.write_text("65530\n")
+    monkeypatch.setattr(smpi, "MAP_COUNT", fake)
+    smpi.check_map_count(1023)        # the README's example fits the default
+    with pytest.raises(RuntimeError, match=r"sysctl -w vm.max_map_count=\d+"):
+        smpi.check_map_count(4096)

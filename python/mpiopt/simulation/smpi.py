@@ -250,8 +250,30 @@ def deterministic_config(library: Path | None = None, net: Network = Network()) 
         cfg.append(f"--cfg=smpi/privatize-libs:{library}")
     # SimGrid's start-up chatter (every option set, every collective chosen) is not for users
     cfg += ["--log=xbt_cfg.thres:warning", "--log=smpi_config.thres:warning",
-            "--log=smpi_coll.thres:warning"]
+            "--log=smpi_coll.thres:warning", "--log=smpi_colls.thres:warning"]
     return cfg
+
+
+# Memory mappings a simulated rank takes: its copies of the program and of libmpiopt (one dlopen
+# each, several segments apiece) and SMPI's folded shared mallocs. A 4096-rank run died at rank
+# 4007 with "Could not map folded virtual memory" under Linux's default vm.max_map_count (65530):
+# about 16 a rank; this leaves room.
+MAPPINGS_PER_RANK = 24
+MAP_COUNT = Path("/proc/sys/vm/max_map_count")
+
+
+def check_map_count(ranks: int) -> None:
+    """RuntimeError saying what to do, before a run that would die of too few mappings."""
+    need = ranks * MAPPINGS_PER_RANK + 10000
+    try:
+        have = int(MAP_COUNT.read_text())
+    except (OSError, ValueError):
+        return
+    if have < need:
+        raise RuntimeError(f"{ranks} simulated ranks need about {need} memory mappings in one "
+                           f"process (SMPI maps a copy of the program and of libmpiopt per rank), "
+                           f"and vm.max_map_count is {have}: raise it first, as root: "
+                           f"sysctl -w vm.max_map_count={max(need, 262144)}")
 
 
 def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: Path,
@@ -259,6 +281,7 @@ def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: P
             cwd: Path | None = None, net: Network = Network()) -> subprocess.CompletedProcess:
     """Runs `program argv…` on `ranks` simulated ranks; output is captured (text). Kernels run
     single-threaded (MPIOPT_THREADS=1): simulated ranks share this process and its cores."""
+    check_map_count(ranks)
     lib = build_dir() / "lib" / "libmpiopt.so"
     cmd = ["smpirun", "-np", str(ranks), "-platform", str(platform), "-hostfile", str(hosts),
            *deterministic_config(lib if lib.exists() else None, net), *(config or []),

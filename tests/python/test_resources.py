@@ -1,0 +1,123 @@
+"""The drop-in's resources stay bounded whatever a program does with communicators (issue 37):
+tests/c/plain_many_comms.c keeps many duplicates of MPI_COMM_WORLD alive (or makes and frees them
+in turn) with small and large allreduces and reduces on each, every result checked, with and
+without LD_PRELOAD, both MPIs.
+
+- the shared-memory windows of all communicators keep to the node's budget (64 MiB), where each
+  communicator used to take 16 MiB of /dev/shm and 8 MiB of memory a rank;
+- under a 64 MB /dev/shm (a container's default: a tmpfs mounted in a private mount namespace),
+  what the vendor alone finishes, the drop-in finishes; the control (the room check off and the
+  budget lifted) fails there as the drop-in used to, so the test can fail;
+- making and freeing communicators leaves nothing behind in /dev/shm."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+
+import pytest
+
+from mpiopt import mpi
+from conftest import require_build
+
+MiB = 1 << 20
+LINE = re.compile(r"many_comms (\w+): (\d+) comms, shm_used_bytes (-?\d+), peak_rss_kib (-?\d+), "
+                  r"(\d+) checks, (\d+) failures")
+
+
+def many_comms(flavour, p, mode, n, large=65536, preload=True, env=None, wrapper=(), timeout=300):
+    """(the CompletedProcess, {"shm", "rss", "checks", "failures"} or None where rank 0 printed
+    no result line) of one run: `wrapper` goes before the launcher."""
+    require_build(flavour)
+    exe = mpi.binary(flavour, "test-plain_many_comms")
+    cmd = [*wrapper, *mpi.launcher(flavour, p), str(exe), mode, str(n), str(large)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=mpi.launch_env(flavour, preload, dict(os.environ, **(env or {}))),
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:     # a hung job: every rank goes, and it counts as failed
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        code = None
+    r = subprocess.CompletedProcess(cmd, code, out, err)
+    m = LINE.search(r.stdout)
+    return r, ({"shm": int(m.group(3)), "rss": int(m.group(4)) * 1024,
+                "checks": int(m.group(5)), "failures": int(m.group(6))} if m else None)
+
+
+def passed(result, what):
+    r, got = result
+    assert r.returncode == 0 and got and got["failures"] == 0, \
+        f"{what}: rc={r.returncode}\n{r.stdout[-1500:]}\n{r.stderr[-3000:]}"
+    return got
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("algorithm", ["auto", "shared_memory"])
+def test_200_live_communicators_stay_within_the_budget(flavour, p, algorithm):
+    env = {} if algorithm == "auto" else {"MPIOPT_ALLREDUCE": algorithm, "MPIOPT_REDUCE": algorithm}
+    vendor = passed(many_comms(flavour, p, "live", 200, preload=False), "vendor alone")
+    mine = passed(many_comms(flavour, p, "live", 200, env=env), f"drop-in, {algorithm}")
+    assert mine["checks"] == vendor["checks"]
+    assert mine["shm"] - vendor["shm"] <= 64 * MiB, (mine, vendor)
+    assert mine["rss"] - vendor["rss"] <= 64 * MiB, (mine, vendor)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_a_smaller_budget_is_kept_and_results_stay_exact(flavour):
+    """MPIOPT_SHM_NODE_BYTES=8 MiB, shared_memory forced, 1 MiB calls: fewer windows, some
+    communicators on the message-passing algorithms, every result exact."""
+    env = {"MPIOPT_SHM_NODE_BYTES": str(8 * MiB), "MPIOPT_ALLREDUCE": "shared_memory",
+           "MPIOPT_REDUCE": "shared_memory"}
+    vendor = passed(many_comms(flavour, 2, "live", 40, MiB, preload=False), "vendor alone")
+    mine = passed(many_comms(flavour, 2, "live", 40, MiB, env=env), "drop-in, 8 MiB budget")
+    assert mine["shm"] - vendor["shm"] <= 8 * MiB, (mine, vendor)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_making_and_freeing_communicators_leaves_nothing(flavour):
+    vendor = passed(many_comms(flavour, 2, "churn", 200, MiB, preload=False), "vendor alone")
+    mine = passed(many_comms(flavour, 2, "churn", 200, MiB,
+                             env={"MPIOPT_ALLREDUCE": "shared_memory",
+                                  "MPIOPT_REDUCE": "shared_memory"}), "drop-in")
+    assert mine["shm"] <= vendor["shm"] + 64 * 1024, (mine, vendor)
+
+
+def _small_dev_shm():
+    """A wrapper that runs a command with a 64 MB tmpfs on /dev/shm in a private mount
+    namespace (as root, with unshare), or skip."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to mount a small /dev/shm")
+    probe = subprocess.run(["unshare", "-m", "sh", "-c",
+                            "mount -t tmpfs -o size=64m tmpfs /dev/shm && df -k /dev/shm"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs in a new mount namespace: {probe.stderr.strip()}")
+    return ["unshare", "-m", "sh", "-c", 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"',
+            "sh"]
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_a_64_MB_dev_shm_finishes_what_the_vendor_finishes(flavour):
+    wrapper = _small_dev_shm()
+    passed(many_comms(flavour, 2, "live", 20, MiB, preload=False, wrapper=wrapper), "vendor alone")
+    for algorithm in ("auto", "shared_memory"):
+        env = {} if algorithm == "auto" else {"MPIOPT_ALLREDUCE": algorithm,
+                                              "MPIOPT_REDUCE": algorithm}
+        passed(many_comms(flavour, 2, "live", 20, MiB, env=env, wrapper=wrapper),
+               f"drop-in, {algorithm}")
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_control_without_the_room_check_a_64_MB_dev_shm_fails(flavour):
+    """The room check off and the budget lifted (16 MiB windows for every communicator, as
+    before): the same program dies or hangs (Open MPI 4.1.4: an error from its run-time, then no
+    progress; MPICH: SIGBUS)."""
+    wrapper = _small_dev_shm()
+    r, got = many_comms(flavour, 2, "live", 20, MiB, wrapper=wrapper, timeout=60,
+                        env={"MPIOPT_SHM_ROOM_CHECK": "0", "MPIOPT_SHM_NODE_BYTES": str(1 << 40),
+                             "MPIOPT_ALLREDUCE": "shared_memory", "MPIOPT_REDUCE": "shared_memory"})
+    assert r.returncode != 0 or not got or got["failures"], r.stdout[-1500:]
