@@ -93,7 +93,8 @@ struct mpiopt_node_window {
     int direct;                     /* every rank can read every other's memory (single_copy.c) */
     int stages_tried;               /* the stage window was asked for (made or refused) */
     MPI_Win stage_win;              /* MPI_WIN_NULL until made */
-    uint64_t stages;                /* in each rank's stage array, the same on every rank; 0: none */
+    uint64_t stages;                /* in each rank's stage array, the same on every rank
+                                     * (0: none) */
     stage *my_stages;
     stage **all_stages;             /* every rank's stages, mapped here */
     size_t held;                    /* bytes of this rank's part of both windows (the budget's) */
@@ -104,6 +105,14 @@ struct mpiopt_node_window {
     struct mpiopt_node_window *prev, *next;
 };
 typedef mpiopt_node_window node_window;
+
+/* c's window, made at its first call (collective; node_window.c); not usable (w->usable 0) where
+ * the ranks do not share a node or the budget or /dev/shm has no room: the caller takes another
+ * algorithm. */
+int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out);
+/* Whether w has stages, made at the first call that asks (collective: every rank asks at the same
+ * call); without them large calls go through the slots' buffers in pieces. */
+int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w);
 
 /* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
  * a call, not once a piece; NULL when that failed. */

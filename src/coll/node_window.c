@@ -1,0 +1,329 @@
+/* The shared_memory algorithm's windows (node_window.h): made when a communicator first needs
+ * them, kept within the node's budget, freed with the communicator or at MPI_Finalize. The
+ * reductions through them are shared_memory.c's, staged.c's and single_copy.c's. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include "coll.h"
+#include "node.h"
+#include "node_window.h"
+
+/* one communicator's stages, its node's ranks together (MPIOPT_SHM_WINDOW_BYTES) */
+#define DEFAULT_WINDOW_BYTES (16u << 20)
+/* All communicators' windows on a node together (MPIOPT_SHM_NODE_BYTES): MPICH's cap on its
+ * intra-node collective memory (MPIR_CVAR_COLL_SHM_LIMIT_PER_NODE). Each rank keeps to its
+ * share, this over the node's ranks, so the node keeps to the whole without a word between
+ * processes; the ranks of a communicator agree (MPI_MIN) on what they make. Past it a
+ * communicator's small calls take recursive doubling or Rabenseifner, and its large ones the
+ * slots' buffers in pieces instead of stages. */
+#define DEFAULT_NODE_BYTES (64u << 20)
+/* the backing store must have this much more free than a window takes (tmpfs fills, and a page
+ * touched on a full tmpfs is SIGBUS, not an error) */
+#define ROOM_SPARE 1.25
+#define SHM_DIRECTORY "/dev/shm"    /* where Open MPI and MPICH back shared windows */
+
+/* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there shared_memory takes no call, and no window
+ * is made */
+#ifndef SMPI_SAMPLE_FLOPS
+
+/* The windows not freed yet, oldest first. MPI_Finalize tears down the one-sided layer before it
+ * frees the communicators (and their attributes), so MPI_Win_free in the communicator's delete
+ * callback crashes there; the windows still alive are freed at the start of MPI_Finalize instead
+ * (an attribute on MPI_COMM_SELF), oldest first: every rank made the windows it shares with others
+ * in the same order, so the collective frees meet. */
+static node_window *oldest, *newest;
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static int window_keyval = MPI_KEYVAL_INVALID, finalize_keyval = MPI_KEYVAL_INVALID;
+static int keyvals_rc;
+static pthread_once_t keyvals_once = PTHREAD_ONCE_INIT;
+
+/* bytes of all windows' parts this process holds, and of those the stages (live_lock) */
+static size_t held_here, stages_here;
+
+static void unlink_window(node_window *w)
+{
+    *(w->prev ? &w->prev->next : &oldest) = w->next;
+    *(w->next ? &w->next->prev : &newest) = w->prev;
+}
+
+/* Both windows of w (collective: every rank of its communicator frees them in this order). */
+static int free_windows(node_window *w)
+{
+    int rc = MPI_SUCCESS;
+    if (w->usable && PMPI_Win_free(&w->win) != MPI_SUCCESS)
+        rc = MPI_ERR_OTHER;
+    if (w->stages > 0 && PMPI_Win_free(&w->stage_win) != MPI_SUCCESS)
+        rc = MPI_ERR_OTHER;
+    held_here -= w->held;
+    stages_here -= w->stages * sizeof(stage);
+    w->held = 0;
+    return rc;
+}
+
+static int free_window(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    node_window *w = attr;
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&live_lock);
+    if (!w->freed) {
+        rc = free_windows(w);
+        unlink_window(w);
+    }
+    pthread_mutex_unlock(&live_lock);
+    free(w->all);
+    free(w->all_stages);
+    free(w);
+    return rc;
+}
+
+static int free_all_at_finalize(MPI_Comm self, int keyval, void *attr, void *extra)
+{
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&live_lock);
+    for (node_window *w = oldest; w; w = w->next) {
+        if (free_windows(w) != MPI_SUCCESS)
+            rc = MPI_ERR_OTHER;
+        w->freed = 1;
+    }
+    oldest = newest = NULL;
+    pthread_mutex_unlock(&live_lock);
+    return rc;
+}
+
+static void keep(node_window *w)
+{
+    pthread_mutex_lock(&live_lock);
+    w->prev = newest;
+    *(newest ? &newest->next : &oldest) = w;
+    newest = w;
+    pthread_mutex_unlock(&live_lock);
+}
+
+static void create_keyvals(void)
+{
+    keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_window, &window_keyval, NULL);
+    if (keyvals_rc == MPI_SUCCESS)
+        keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize,
+                                             &finalize_keyval, NULL);
+    if (keyvals_rc == MPI_SUCCESS)
+        keyvals_rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
+}
+
+int mpiopt_node_window_free(MPI_Comm private_comm)
+{
+    if (window_keyval == MPI_KEYVAL_INVALID)
+        return MPI_SUCCESS;     /* no window was ever made */
+    void *w;
+    int found = 0, rc = PMPI_Comm_get_attr(private_comm, window_keyval, &w, &found);
+    if (rc == MPI_SUCCESS && found)
+        rc = PMPI_Comm_delete_attr(private_comm, window_keyval);   /* free_window */
+    return rc;
+}
+
+/* This rank's share of the node's budget, and what it may still take of it: all of the rest
+ * for slots, and for stages only what keeps the stages of all communicators within half the
+ * share (so that communicators made later keep room for their slots: at 64 MiB and two ranks,
+ * about a hundred). */
+static size_t node_share(const mpiopt_coll *c)
+{
+    long node = mpiopt_env_long("MPIOPT_SHM_NODE_BYTES", DEFAULT_NODE_BYTES);
+    long ranks = mpiopt_node_ranks();
+    ranks = ranks > c->size ? ranks : c->size;     /* a launcher that does not say: at least */
+    return node > 0 ? (size_t)node / (size_t)ranks : 0;
+}
+
+static size_t budget_left(const mpiopt_coll *c, int for_stages)
+{
+    size_t share = node_share(c), held, stages;
+    pthread_mutex_lock(&live_lock);
+    held = held_here;
+    stages = stages_here;
+    pthread_mutex_unlock(&live_lock);
+    size_t left = share > held ? share - held : 0;
+    if (for_stages) {
+        size_t stage_left = share / 2 > stages ? share / 2 - stages : 0;
+        left = left < stage_left ? left : stage_left;
+    }
+    return left;
+}
+
+/* Whether the backing store has room for a window of `bytes` (all ranks' parts) with some to
+ * spare. MPIOPT_SHM_ROOM_CHECK=0 skips the look: the tests' control, which shows what a full
+ * /dev/shm does without it. No /dev/shm: the MPI backs its windows elsewhere, and says so with
+ * an error if it cannot. */
+static int room_for(size_t bytes)
+{
+    if (mpiopt_env_long("MPIOPT_SHM_ROOM_CHECK", 1) == 0)
+        return 1;
+    struct statvfs v;
+    if (statvfs(SHM_DIRECTORY, &v) != 0)
+        return 1;
+    return (double)v.f_bavail * (double)v.f_frsize >= ROOM_SPARE * (double)bytes;
+}
+
+/* Says once, on the communicator's first rank, under MPIOPT_VERBOSE, what a communicator runs
+ * instead and why. */
+static void say_fallback(const mpiopt_coll *c, const char *what, const char *why)
+{
+    if (c->rank == 0 && mpiopt_verbose())
+        fprintf(stderr, "mpiopt: shared_memory on a communicator of %d ranks: %s (%s)\n", c->size,
+                what, why);
+}
+
+/* One int every rank of c agrees on: the least of what they hold. */
+static int agree_min(const mpiopt_coll *c, uint64_t mine, uint64_t *all)
+{
+    return PMPI_Allreduce(&mine, all, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+}
+
+/* The window of c's private communicator, made by the first call on it (collective: every rank
+ * makes this call) and kept where c->node_window points: later calls read one pointer. The
+ * window is also an attribute of the private communicator, whose delete callback frees it.
+ * It holds the slots only (168 KiB a rank); mpiopt_node_window_stages adds the stages when a
+ * call needs them.
+ * Not usable (the caller takes another algorithm) where the ranks do not share a node, or where
+ * any rank's share of the node's budget or the room in /dev/shm is spent. */
+int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
+{
+    if (*c->node_window) {
+        *out = *c->node_window;
+        return MPI_SUCCESS;
+    }
+    int rc;
+    node_window *w = NULL;
+    pthread_once(&keyvals_once, create_keyvals);
+    if (keyvals_rc != MPI_SUCCESS)
+        return keyvals_rc;
+    if (!(w = calloc(1, sizeof *w)) || !(w->all = calloc((size_t)c->size, sizeof *w->all))) {
+        free(w);
+        return MPI_ERR_NO_MEM;
+    }
+    w->stage_win = MPI_WIN_NULL;
+    MPI_Comm node;
+    int node_size = 0;
+    rc = PMPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    if (rc == MPI_SUCCESS) {
+        PMPI_Comm_size(node, &node_size);
+        PMPI_Comm_free(&node);
+    }
+    w->usable = rc == MPI_SUCCESS && node_size == c->size;
+    if (w->usable) {
+        /* 1: this rank can afford its slot and sees room for the window; all must */
+        uint64_t can = budget_left(c, 0) >= sizeof(slot) ? 2 : 0, all;
+        if (can && !room_for((size_t)c->size * sizeof(slot)))
+            can = 1;
+        rc = agree_min(c, can, &all);
+        w->usable = rc == MPI_SUCCESS && all == 2;
+        if (rc == MPI_SUCCESS && all < 2) {
+            w->why = all == 0 ? "shared-memory budget spent" : "no room in " SHM_DIRECTORY;
+            say_fallback(c, "recursive doubling / Rabenseifner", w->why);
+        }
+    }
+    if (w->usable && rc == MPI_SUCCESS) {
+        rc = PMPI_Win_allocate_shared((MPI_Aint)sizeof(slot), 64, MPI_INFO_NULL, c->comm,
+                                      &w->mine, &w->win);
+        for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
+            MPI_Aint size;
+            int disp;
+            rc = PMPI_Win_shared_query(w->win, r, &size, &disp, &w->all[r]);
+        }
+        if (rc == MPI_SUCCESS) {
+            /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
+             * page fault a call while the ring is used for the first time */
+            memset(w->mine, 0, sizeof(slot));
+            __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
+            w->small.writable_until = SMALL_BUFFERS - 1;
+            mpiopt_shm_direct_prepare(w);
+            rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
+        }
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_shm_direct_agree(c, w);
+        if (rc == MPI_SUCCESS)
+            w->held = sizeof(slot);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_attr(c->comm, window_keyval, w);
+    if (rc != MPI_SUCCESS) {
+        free(w->all);
+        free(w);
+        return rc;
+    }
+    pthread_mutex_lock(&live_lock);
+    held_here += w->held;
+    pthread_mutex_unlock(&live_lock);
+    keep(w);
+    *out = *c->node_window = w;
+    return MPI_SUCCESS;
+}
+
+/* Whether w has stages, making them at the first call that asks (collective: every rank asks at
+ * the same call, as every rank takes the same path for the same size): as many as
+ * MPIOPT_SHM_WINDOW_BYTES gives (divided among the ranks; at least MIN_STAGES), fewer if the
+ * stages' half of the rank's share of the node's budget (budget_left) or the room in /dev/shm
+ * holds fewer; none below MIN_STAGES.
+ * Without stages large calls go through the slots' buffers in pieces. */
+int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
+{
+    if (w->stages_tried)
+        return w->stages > 0;
+    w->stages_tried = 1;
+    long window = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
+    uint64_t want = (uint64_t)(window > 0 ? window : 0) / ((uint64_t)c->size * sizeof(stage));
+    want = want < MIN_STAGES ? MIN_STAGES : want > MAX_STAGES ? MAX_STAGES : want;
+    uint64_t afford = budget_left(c, 1) / sizeof(stage);
+    const char *why = NULL;
+    if (want > afford) {
+        want = afford;
+        why = "shared-memory budget spent";
+    }
+    while (want >= MIN_STAGES && !room_for((size_t)c->size * want * sizeof(stage))) {
+        want /= 2;
+        why = "no room in " SHM_DIRECTORY;
+    }
+    if (want < MIN_STAGES)
+        want = 0;
+    int rc = agree_min(c, want, &w->stages);
+    if (rc != MPI_SUCCESS || w->stages == 0) {
+        w->stages = 0;
+        w->why = why ? why : "another rank's budget or room is spent";
+        say_fallback(c, "large calls in pieces through the small buffers", w->why);
+        return 0;
+    }
+    size_t bytes = w->stages * sizeof(stage);
+    rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, c->comm, &w->my_stages,
+                                  &w->stage_win);
+    if (rc == MPI_SUCCESS && !(w->all_stages = calloc((size_t)c->size, sizeof *w->all_stages)))
+        rc = MPI_ERR_NO_MEM;
+    for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
+        MPI_Aint size;
+        int disp;
+        rc = PMPI_Win_shared_query(w->stage_win, r, &size, &disp, &w->all_stages[r]);
+    }
+    if (rc == MPI_SUCCESS)
+        memset(w->my_stages, 0, bytes);     /* every page real now, as for the slots */
+    /* all ranks made it, or none uses it (a rank whose MPI refused would not free it with the
+     * others: the ones that have it keep it unused until the communicator goes) */
+    uint64_t made;
+    if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
+        w->stages = 0;
+        w->why = "the MPI could not allocate the stages";
+        say_fallback(c, "large calls in pieces through the small buffers", w->why);
+        return 0;
+    }
+    pthread_mutex_lock(&live_lock);
+    held_here += bytes;
+    stages_here += bytes;
+    w->held += bytes;
+    pthread_mutex_unlock(&live_lock);
+    return 1;
+}
+#else
+int mpiopt_node_window_free(MPI_Comm private_comm)
+{
+    (void)private_comm;
+    return MPI_SUCCESS;     /* no windows under SimGrid */
+}
+#endif
