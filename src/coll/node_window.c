@@ -49,6 +49,12 @@ static void unlink_window(node_window *w)
     *(w->next ? &w->next->prev : &newest) = w->prev;
 }
 
+/* Bytes of w's two windows this rank holds (its slot, its stages), as the budget counts them. */
+static size_t bytes_held(const node_window *w)
+{
+    return (w->usable ? sizeof(slot) : 0) + w->stages * sizeof(stage);
+}
+
 /* Both windows of w (collective: every rank of its communicator frees them in this order). */
 static int free_windows(node_window *w)
 {
@@ -57,9 +63,8 @@ static int free_windows(node_window *w)
         rc = MPI_ERR_OTHER;
     if (w->stages > 0 && PMPI_Win_free(&w->stage_win) != MPI_SUCCESS)
         rc = MPI_ERR_OTHER;
-    held_here -= w->held;
+    held_here -= bytes_held(w);
     stages_here -= w->stages * sizeof(stage);
-    w->held = 0;
     return rc;
 }
 
@@ -173,6 +178,23 @@ static void say_fallback(const mpiopt_coll *c, const char *what, const char *why
                 what, why);
 }
 
+/* A shared window of `bytes` a rank over c (collective): *mine this rank's part, all[r] rank
+ * r's as mapped here (an array of c->size pointers), every page of *mine touched now by its owner
+ * (so it is on the owner's NUMA node, no call pays the first-use page faults, and no page is
+ * first touched on a full tmpfs later: SIGBUS). */
+static int allocate_shared(const mpiopt_coll *c, size_t bytes, void *mine, void *all, MPI_Win *win)
+{
+    int rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, c->comm, mine, win);
+    for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
+        MPI_Aint size;
+        int disp;
+        rc = PMPI_Win_shared_query(*win, r, &size, &disp, (char *)all + (size_t)r * sizeof(void *));
+    }
+    if (rc == MPI_SUCCESS)
+        memset(*(void **)mine, 0, bytes);
+    return rc;
+}
+
 /* One int every rank of c agrees on: the least of what they hold. */
 static int agree_min(const mpiopt_coll *c, uint64_t mine, uint64_t *all)
 {
@@ -217,23 +239,13 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
             can = 1;
         rc = agree_min(c, can, &all);
         w->usable = rc == MPI_SUCCESS && all == 2;
-        if (rc == MPI_SUCCESS && all < 2) {
-            w->why = all == 0 ? "shared-memory budget spent" : "no room in " SHM_DIRECTORY;
-            say_fallback(c, "recursive doubling / Rabenseifner", w->why);
-        }
+        if (rc == MPI_SUCCESS && all < 2)
+            say_fallback(c, "recursive doubling / Rabenseifner",
+                         all == 0 ? "shared-memory budget spent" : "no room in " SHM_DIRECTORY);
     }
     if (w->usable && rc == MPI_SUCCESS) {
-        rc = PMPI_Win_allocate_shared((MPI_Aint)sizeof(slot), 64, MPI_INFO_NULL, c->comm,
-                                      &w->mine, &w->win);
-        for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
-            MPI_Aint size;
-            int disp;
-            rc = PMPI_Win_shared_query(w->win, r, &size, &disp, &w->all[r]);
-        }
+        rc = allocate_shared(c, sizeof(slot), &w->mine, w->all, &w->win);
         if (rc == MPI_SUCCESS) {
-            /* touch every page now, by its owner (so it is on the owner's NUMA node), not one
-             * page fault a call while the ring is used for the first time */
-            memset(w->mine, 0, sizeof(slot));
             __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
             w->small.writable_until = SMALL_BUFFERS - 1;
             mpiopt_shm_direct_prepare(w);
@@ -241,8 +253,6 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         }
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_direct_agree(c, w);
-        if (rc == MPI_SUCCESS)
-            w->held = sizeof(slot);
     }
     if (rc == MPI_SUCCESS)
         rc = PMPI_Comm_set_attr(c->comm, window_keyval, w);
@@ -252,7 +262,7 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         return rc;
     }
     pthread_mutex_lock(&live_lock);
-    held_here += w->held;
+    held_here += bytes_held(w);
     pthread_mutex_unlock(&live_lock);
     keep(w);
     *out = *c->node_window = w;
@@ -288,35 +298,27 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     int rc = agree_min(c, want, &w->stages);
     if (rc != MPI_SUCCESS || w->stages == 0) {
         w->stages = 0;
-        w->why = why ? why : "another rank's budget or room is spent";
-        say_fallback(c, "large calls in pieces through the small buffers", w->why);
+        say_fallback(c, "large calls in pieces through the small buffers",
+                     why ? why : "another rank's budget or room is spent");
         return 0;
     }
     size_t bytes = w->stages * sizeof(stage);
-    rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, c->comm, &w->my_stages,
-                                  &w->stage_win);
-    if (rc == MPI_SUCCESS && !(w->all_stages = calloc((size_t)c->size, sizeof *w->all_stages)))
-        rc = MPI_ERR_NO_MEM;
-    for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
-        MPI_Aint size;
-        int disp;
-        rc = PMPI_Win_shared_query(w->stage_win, r, &size, &disp, &w->all_stages[r]);
-    }
+    rc = (w->all_stages = calloc((size_t)c->size, sizeof *w->all_stages)) ? MPI_SUCCESS
+                                                                             : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
-        memset(w->my_stages, 0, bytes);     /* every page real now, as for the slots */
+        rc = allocate_shared(c, bytes, &w->my_stages, w->all_stages, &w->stage_win);
     /* all ranks made it, or none uses it (a rank whose MPI refused would not free it with the
      * others: the ones that have it keep it unused until the communicator goes) */
     uint64_t made;
     if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
         w->stages = 0;
-        w->why = "the MPI could not allocate the stages";
-        say_fallback(c, "large calls in pieces through the small buffers", w->why);
+        say_fallback(c, "large calls in pieces through the small buffers",
+                     "the MPI could not allocate the stages");
         return 0;
     }
     pthread_mutex_lock(&live_lock);
     held_here += bytes;
     stages_here += bytes;
-    w->held += bytes;
     pthread_mutex_unlock(&live_lock);
     return 1;
 }

@@ -85,8 +85,7 @@ static inline buffer *ring_buffer(slot *s, uint64_t call)
  * through them, sized from what is left of the node's budget (MPIOPT_SHM_NODE_BYTES). */
 struct mpiopt_node_window {
     int usable;                     /* 0: the ranks do not share a node, or the budget or the
-                                     * room in the backing store is spent (vs. `why`) */
-    const char *why;                /* why not usable, or why no stages (NULL: no reason) */
+                                     * room in the backing store is spent */
     int freed;                      /* the windows are gone (MPI_Finalize came first) */
     MPI_Win win;
     ring small;
@@ -97,7 +96,6 @@ struct mpiopt_node_window {
                                      * (0: none) */
     stage *my_stages;
     stage **all_stages;             /* every rank's stages, mapped here */
-    size_t held;                    /* bytes of this rank's part of both windows (the budget's) */
     uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
     slot *mine;
