@@ -2,7 +2,7 @@
  *
  * Layers: allreduce.c / reduce.c check arguments and hand over to the algorithm select.c names;
  * each algorithm file works on a contiguous buffer through an mpiopt_coll context, using only
- * PMPI point-to-point calls on a private communicator and the reduction helpers below. The result
+ * PMPI point-to-point calls on mpiopt's own communicator and the reduction helpers below. The result
  * lands in the buffer; this rank's contribution is either in it already or, for the algorithms
  * that read it where the caller left it, in c->src.
  * Nothing here knows about LD_PRELOAD (src/interpose/) or kernel internals (src/kernels/). */
@@ -31,7 +31,15 @@ typedef struct mpiopt_node_layout {
 
 /* One collective call as the algorithms see it. */
 typedef struct {
-    MPI_Comm comm;          /* private duplicate of the user's communicator: no tag clashes */
+    /* Where the messages go: mpiopt's communicator, shared by all communicators, with tags of this
+     * one's own (common.c), or this communicator's own duplicate. */
+    MPI_Comm comm;
+    /* The program's communicator: ranks and size are its own, and mpiopt's own collective calls
+     * (agreements, the node's layout, the windows) are made on it, within a blocking call the
+     * program makes on it, so they come in the same order on every rank. */
+    MPI_Comm user_comm;
+    /* NULL, or user_comm's rank r is rank msg_rank[r] of comm (p2p.c translates). */
+    const int *msg_rank;
     int rank, size;
     MPI_Datatype datatype;
     MPI_Op op;
@@ -44,11 +52,7 @@ typedef struct {
      * mpiopt_coll_take_input). Reading it in place of a copy saves n bytes read + written; the
      * algorithms that do start from it and keep track of where their own data is afterwards. */
     const void *src;
-    int tag;                /* of every message: MPIOPT_TAG, or a schedule's own (nonblocking.c) */
-    /* 1 while the private communicator is still being made by MPI_Comm_idup (a nonblocking
-     * call was the first on it): comm is not usable yet; a schedule finds it when it runs
-     * (mpiopt_private_ready), and such a context is never kept in the plan cache. */
-    int comm_pending;
+    int tag;                /* of every message: the communicator's, or a schedule's own */
     /* Where shared_memory.c keeps the window it made for this communicator (a field of the
      * user communicator's mpiopt attribute, so found with the rest of it); NULL for a
      * communicator of one. */
@@ -69,9 +73,9 @@ typedef struct {
 } mpiopt_coll;
 
 /* Fills *c for a call on the user's communicator (c->src = NULL); returns an MPI error code. A
- * communicator of one process gets no private duplicate: nothing is ever sent on it.
- * nonblocking = 1: a call that may not block (its private communicator, if new, comes from
- * MPI_Comm_idup: c->comm_pending). */
+ * communicator of one process gets no record: nothing is ever sent on it.
+ * nonblocking = 1: a call that may not block, on a communicator that has its record already
+ * (mpiopt_private_exists); a blocking call makes it if there is none. */
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op,
                      int nonblocking);
 /* The communicator part alone, for calls that move no typed data (a barrier): MPI_BYTE, no op. */
@@ -81,37 +85,39 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm);
  * into buf and sets c->src to NULL. */
 void mpiopt_coll_take_input(mpiopt_coll *c, void *buf, size_t count);
 
-/* The private duplicate of a user communicator, as a record that outlives the user's handle for
- * as long as a schedule holds it (common.c): a program may free its communicator while a
- * nonblocking collective on it is pending. Hold: one more reference (made on first use);
- * release: one fewer, and the last frees the duplicate. */
+/* mpiopt's record of a user communicator (where its messages go, its tags, its window), which
+ * outlives the user's handle for as long as a schedule holds it (common.c): a program may free
+ * its communicator while a nonblocking collective on it is pending. Hold: one more reference
+ * (made on first use); release: one fewer, and the last gives back its tags. */
 typedef struct mpiopt_private_comm mpiopt_private_comm;
 int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held);
 int mpiopt_private_release(mpiopt_private_comm *held);
-/* The tag of the next schedule recorded on the communicator (MPIOPT_SCHEDULE_TAG_FIRST + a count
- * that wraps after MPIOPT_SCHEDULE_TAGS): messages of nonblocking collectives that are in flight
- * together never match each other's receives. */
+/* The next schedule's tag on the communicator (a count that wraps after the communicator's
+ * tags): messages of nonblocking collectives that are in flight together never match each
+ * other's receives. */
 int mpiopt_private_tag(mpiopt_private_comm *pc);
-/* Makes user_comm's private duplicate now if it has none (blocking, collective), where a later
- * nonblocking call may need it and could not make it (Open MPI: collective_args.c, init.c). */
+/* Makes user_comm's record now if it has none (collective over it: MPI_Init for
+ * MPI_COMM_WORLD, which also makes mpiopt's shared communicator, and the program's
+ * communicator constructors, src/interpose/comm.c), so that a nonblocking call on it finds one. */
 int mpiopt_private_prepare(MPI_Comm user_comm);
-/* 1 if user_comm has its private duplicate (made, or being made). */
+/* 1 if user_comm has its record. A nonblocking call on one without goes to the vendor. */
 int mpiopt_private_exists(MPI_Comm user_comm);
-/* The duplicate once it is usable (blocking: waits for it), else MPI_COMM_NULL in *dup. */
-int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup);
 /* The user communicator it duplicates, or MPI_COMM_NULL once the program freed that. */
 MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *pc);
-/* Frees the shared-memory window made for a private communicator, if any (shared_memory.c;
- * collective: called from the user communicator's MPI_Comm_free). */
-int mpiopt_node_window_free(MPI_Comm private_comm);
+/* Frees a communicator's shared-memory windows (node_window.c; collective: called from the user
+ * communicator's MPI_Comm_free). */
+int mpiopt_node_window_free(mpiopt_node_window *w);
 
 /* The node layout of c's communicator in *out: MPIOPT_RANKS_PER_NODE=k (a testing knob: each run
  * of k consecutive ranks is a node), else MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) on the
- * private communicator at the first call (collective: every rank makes it), kept with it. *out =
+ * program's communicator at the first call (collective: every rank makes it), kept with it. *out =
  * NULL when it cannot be known yet: a schedule being recorded may not make the collective calls,
- * nor may a call whose private communicator is still being made. */
+ */
 int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out);
 void mpiopt_node_layout_free(mpiopt_node_layout *layout);
+/* The ranks of c's communicator on this node (MPI_Comm_split_type, collective), as a communicator
+ * whose errors come back as codes, also those of the split itself. */
+int mpiopt_node_comm(const mpiopt_coll *c, MPI_Comm *node);
 
 /* Raises error code rc (not MPI_SUCCESS) through comm's error handler, as the vendor would, and
  * returns it: mpiopt's own checks and failures reach the program the way MPI says they must. */
@@ -314,9 +320,7 @@ static inline int mpiopt_pow2_floor(int p, int *log2p)
     return 1 << l;
 }
 
-#define MPIOPT_TAG 7    /* every internal message is on the private communicator */
-/* Tags of schedules: above MPIOPT_TAG, and below 32767, the least MPI_TAG_UB MPI allows. */
-#define MPIOPT_SCHEDULE_TAG_FIRST 1000
-#define MPIOPT_SCHEDULE_TAGS 16384
+/* mpiopt's tags start here on its communicators (common.c lays them out up to MPI_TAG_UB). */
+#define MPIOPT_TAG_FIRST 1000
 
 #endif

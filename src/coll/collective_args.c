@@ -97,31 +97,22 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         plan->why = MPIOPT_WHY_ARGUMENTS;
         return MPI_SUCCESS;
     }
-#if defined(OMPI_MAJOR_VERSION)
-    /* Under Open MPI a private duplicate is made only by a blocking call (a blocking MPI_Comm_dup
-     * inside a nonblocking call deadlocked beside the program's pending MPI_Comm_idup, and an
-     * idup's id agreement crossed the program's own nonblocking collectives: MPICH's
-     * comm_idup_iallreduce and nonblocking3 tests). So every blocking call makes it, even one
-     * the vendor takes (once a communicator: this is the uncached path), MPI_Init makes
-     * MPI_COMM_WORLD's (src/interpose/init.c), and a nonblocking call on a communicator that has
-     * none yet goes to the vendor. */
-    if (!nonblocking && plan->algorithm == MPIOPT_ALG_VENDOR)
-        mpiopt_private_prepare(comm);
+    /* a nonblocking call may not block to make the communicator's record (common.c): where it
+     * has none, the vendor takes it (the same on every rank: records are made collectively) */
     if (nonblocking && plan->algorithm != MPIOPT_ALG_VENDOR && plan->p > 1 &&
         !mpiopt_private_exists(comm)) {
         plan->algorithm = MPIOPT_ALG_VENDOR;
         plan->why = MPIOPT_WHY_NO_PRIVATE_COMM;
     }
-#endif
     if (plan->algorithm != MPIOPT_ALG_VENDOR) {
         /* every rank plans the same call alike, so all of them get here together (the first
-         * call on a communicator duplicates it) */
+         * call on a communicator agrees on its tags) */
         rc = mpiopt_coll_init(&plan->coll, comm, datatype, op, nonblocking);
         if (rc != MPI_SUCCESS)
             return rc;
     }
-    /* the cache serves the blocking calls' hand-off: a nonblocking call's plan (its context may
-     * wait for an idup, its choice may differ) is not theirs */
+    /* the cache serves the blocking calls' hand-off: a nonblocking call's plan (its choice may
+     * differ) is not theirs */
     if (nonblocking)
         return MPI_SUCCESS;
     /* where the built-in rows chose, a blocking allreduce's algorithm may be timed (measured.c);

@@ -2,6 +2,7 @@
  * applying the op: in place with the left or the right operand in the result buffer, or into a
  * third buffer (so that the caller's input is read where it is instead of copied first). */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "coll.h"
@@ -13,54 +14,186 @@ static int private_keyval = MPI_KEYVAL_INVALID;
 static int keyval_rc;
 static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
-/* What a user communicator carries for mpiopt: its private duplicate, and how many schedules
- * were recorded on it (every member records the same ones in the same order, so the count
- * agrees, and each schedule's messages get a tag of their own).
+/* ---- Where mpiopt's messages go, and with which tags ----
+ *
+ * Every communicator's messages go on one communicator of mpiopt's own, a duplicate of
+ * MPI_COMM_WORLD made at MPI_Init (src/interpose/init.c; for the C API, at the first blocking
+ * call on a communicator congruent with it): a communicator's ranks are translated to it
+ * (p2p.c), and its messages kept apart from every other communicator's by a range of tags of
+ * its own, a "slot". A private duplicate per communicator took one of the MPI's context ids a
+ * communicator: MPICH has 2048 a process, and a program with 1200 live communicators under the
+ * drop-in died in its own MPI_Comm_dup.
+ *
+ * A slot is agreed by the communicator's ranks in a blocking collective they all make: when the
+ * program makes the communicator (the constructors, src/interpose/comm.c) or at its first call of
+ * mpiopt's. Each rank offers the slots it has free (a bitmap; offered slots are withheld from
+ * agreements of other threads until this one ends) and MPI_BAND over the communicator gives the
+ * ones free everywhere; the lowest is taken. A slot goes back when the communicator's record does
+ * (the program freed it and no schedule holds it): a slot still held on one rank is not offered
+ * by it, so no message of a communicator that is gone meets one of a new one.
+ *
+ * A nonblocking call never agrees (an MPI_Iallreduce agreement of two new communicators started
+ * in opposite orders on two ranks cannot be settled without blocking): on a communicator with no
+ * record yet the vendor takes it. Where no slot is free on every rank, or the communicator has a
+ * process outside MPI_COMM_WORLD, it gets its own duplicate, as every communicator did before. */
+#define SLOTS_MAX 4096
+#define SLOT_WORDS (SLOTS_MAX / 64)
+#define TAGS_PER_SLOT_MAX 16384
+
+static MPI_Comm world_msg = MPI_COMM_NULL;
+static int slots, tags_per_slot;                        /* from the MPI's MPI_TAG_UB */
+static uint64_t slot_used[SLOT_WORDS], slot_offered[SLOT_WORDS];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t world_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The tag layout: tags from MPIOPT_TAG_FIRST, tags_per_slot a slot (the first for blocking
+ * calls, the rest for schedules, in turn), as many slots as MPI_TAG_UB holds (at most SLOTS_MAX;
+ * at least 256 slots, of fewer tags each, where the MPI has few tags). */
+static void lay_out_tags(void)
+{
+    int *ub = NULL, found = 0;
+    long top = 32767;   /* the least MPI_TAG_UB the standard allows */
+    if (PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &found) == MPI_SUCCESS && found && ub)
+        top = *ub;
+    long tags = top - MPIOPT_TAG_FIRST + 1;
+    tags_per_slot = TAGS_PER_SLOT_MAX;
+    slots = (int)(tags / tags_per_slot < SLOTS_MAX ? tags / tags_per_slot : SLOTS_MAX);
+    if (slots < 256) {
+        slots = 256;
+        tags_per_slot = (int)(tags / slots);
+    }
+}
+
+/* Makes the shared communicator from user_comm if there is none yet and user_comm is congruent
+ * with MPI_COMM_WORLD (collective over it). 1 if it exists. */
+static int world_msg_exists(MPI_Comm user_comm)
+{
+    pthread_mutex_lock(&world_lock);
+    int cmp = MPI_UNEQUAL;
+    if (world_msg == MPI_COMM_NULL &&
+        PMPI_Comm_compare(user_comm, MPI_COMM_WORLD, &cmp) == MPI_SUCCESS &&
+        (cmp == MPI_IDENT || cmp == MPI_CONGRUENT)) {
+        MPI_Comm dup;
+        if (PMPI_Comm_dup(user_comm, &dup) == MPI_SUCCESS) {
+            /* errors on it come back as codes: mpiopt raises them once, on the program's
+             * communicator (mpiopt_raise) */
+            PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
+            lay_out_tags();
+            world_msg = dup;
+        }
+    }
+    int exists = world_msg != MPI_COMM_NULL;
+    pthread_mutex_unlock(&world_lock);
+    return exists;
+}
+
+/* user_comm's ranks in the shared communicator: *table = NULL where they are the same; 0 where
+ * a rank is not in it. */
+static int ranks_in_world(MPI_Comm user_comm, int p, int **table)
+{
+    MPI_Group mine, world;
+    int *ranks = malloc(2 * sizeof(int) * (size_t)p), ok = 0, same = 1;
+    *table = NULL;
+    if (!ranks)
+        return 0;
+    for (int r = 0; r < p; r++)
+        ranks[r] = r;
+    if (PMPI_Comm_group(user_comm, &mine) == MPI_SUCCESS) {
+        if (PMPI_Comm_group(world_msg, &world) == MPI_SUCCESS) {
+            ok = PMPI_Group_translate_ranks(mine, p, ranks, world, ranks + p) == MPI_SUCCESS;
+            PMPI_Group_free(&world);
+        }
+        PMPI_Group_free(&mine);
+    }
+    for (int r = 0; ok && r < p; r++) {
+        ok = ranks[p + r] != MPI_UNDEFINED;
+        same = same && ranks[p + r] == r;
+    }
+    if (ok && !same) {
+        memmove(ranks, ranks + p, sizeof(int) * (size_t)p);
+        *table = ranks;
+    } else {
+        free(ranks);
+    }
+    return ok;
+}
+
+/* Offers every free slot (withheld from other agreements until take_slot). */
+static void offer_slots(uint64_t *offer)
+{
+    pthread_mutex_lock(&slots_lock);
+    for (int s = 0; s < slots; s++) {
+        uint64_t bit = 1ull << (s % 64);
+        if (!((slot_used[s / 64] | slot_offered[s / 64]) & bit)) {
+            offer[s / 64] |= bit;
+            slot_offered[s / 64] |= bit;
+        }
+    }
+    pthread_mutex_unlock(&slots_lock);
+}
+
+/* Ends an agreement: the lowest slot free on every rank (agreed), or -1; the rest of this
+ * rank's offer is free again. */
+static int take_slot(const uint64_t *offer, const uint64_t *agreed)
+{
+    int slot = -1;
+    pthread_mutex_lock(&slots_lock);
+    for (int w = 0; w < SLOT_WORDS; w++) {
+        slot_offered[w] &= ~offer[w];
+        uint64_t both = agreed[w] & offer[w];
+        if (slot < 0 && both) {
+            slot = w * 64 + __builtin_ctzll(both);
+            slot_used[w] |= 1ull << (slot % 64);
+        }
+    }
+    pthread_mutex_unlock(&slots_lock);
+    return slot;
+}
+
+static void give_back_slot(int slot)
+{
+    pthread_mutex_lock(&slots_lock);
+    slot_used[slot / 64] &= ~(1ull << (slot % 64));
+    pthread_mutex_unlock(&slots_lock);
+}
+
+/* What a user communicator carries for mpiopt: where its messages go, its tags, and how many
+ * schedules were recorded on it (every member records the same ones in the same order, so the
+ * count agrees, and each schedule's messages get a tag of their own).
  *
  * Lifetime (docs/collectives.md, "Handles a schedule holds"): the program may free its
  * communicator while a nonblocking or persistent collective on it is pending (MPI_Comm_free marks
- * it for deallocation; pending operations complete normally). The schedule sends on the private
- * duplicate, so each live schedule holds a reference to this record (mpiopt_private_hold); the
- * user communicator's delete callback drops the communicator's own reference, and whoever drops
- * the last one frees the duplicate. The shared-memory window goes at once, in the delete callback:
- * MPI_Win_free is collective, and only the program's MPI_Comm_free is a moment every rank meets
- * (schedules never use the window). */
+ * it for deallocation; pending operations complete normally). The schedule sends on mpiopt's
+ * communicator with this record's tags, so each live schedule holds a reference to the record
+ * (mpiopt_private_hold); the user communicator's delete callback drops the communicator's own
+ * reference, and whoever drops the last one gives back the slot (or frees the own duplicate).
+ * The shared-memory window goes at once, in the delete callback: MPI_Win_free is collective,
+ * and only the program's MPI_Comm_free is a moment every rank meets (schedules never use the
+ * window). */
 struct mpiopt_private_comm {
-    MPI_Comm dup;
+    MPI_Comm dup;                       /* where messages go: world_msg, or an own duplicate */
+    int own_dup;                        /* 1: dup is this communicator's own */
+    int *world_rank;                    /* [p] its ranks in dup, or NULL where the same */
+    int slot;                           /* -1 with an own duplicate */
+    int tag_base;                       /* blocking calls' tag; schedules' follow it */
+    int tags;                           /* how many from tag_base are this communicator's */
     unsigned schedules;
-    mpiopt_node_window *node_window;    /* shared_memory.c's, once made; freed with the user comm */
+    mpiopt_node_window *node_window;    /* node_window.c's, once made; freed with the user comm */
     mpiopt_node_layout *node_layout;    /* node_layout.c's, once found */
     mpiopt_measured *measured;          /* measured.c's, made with the record */
     int refs;                           /* the user communicator's 1 + one per live schedule */
     MPI_Comm user;                      /* for raising errors; MPI_COMM_NULL once freed */
-    /* A communicator whose first collective of mpiopt's is a nonblocking one gets its duplicate
-     * from MPI_Comm_idup: a blocking MPI_Comm_dup inside MPI_Iallreduce is a blocking collective
-     * the program did not make, and with an MPI_Comm_idup of the program's pending it deadlocked
-     * Open MPI 4.1 at np 3 (MPICH's comm_idup_iallreduce test). Until the idup completes, dup is
-     * not usable: ready = 0, and dup_req is the idup's request. */
-    int ready;
-    MPI_Request dup_req;
 };
 typedef struct mpiopt_private_comm private_comm;
 
 static pthread_mutex_t refs_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Makes pc->dup usable: waits (blocking) or tests for its idup; *ready = 1 once it is. */
-static int make_ready(private_comm *pc, int blocking, int *ready)
+static void free_record(private_comm *pc)
 {
-    int rc = MPI_SUCCESS, flag = 1;
-    if (!pc->ready) {
-        rc = blocking ? PMPI_Wait(&pc->dup_req, MPI_STATUS_IGNORE)
-                      : PMPI_Test(&pc->dup_req, &flag, MPI_STATUS_IGNORE);
-        /* Errors on the duplicate come back as codes: mpiopt raises them once, on the program's
-         * communicator (mpiopt_raise), not a second time through a handler the dup inherited. */
-        if (rc == MPI_SUCCESS && flag) {
-            rc = PMPI_Comm_set_errhandler(pc->dup, MPI_ERRORS_RETURN);
-            pc->ready = 1;
-        }
-    }
-    *ready = pc->ready;
-    return rc;
+    free(pc->world_rank);
+    mpiopt_node_layout_free(pc->node_layout);
+    mpiopt_measured_free(pc->measured);
+    free(pc);
 }
 
 static int drop_ref(private_comm *pc)
@@ -70,12 +203,12 @@ static int drop_ref(private_comm *pc)
     pthread_mutex_unlock(&refs_lock);
     if (!last)
         return MPI_SUCCESS;
-    int ready;
-    make_ready(pc, 1, &ready);
-    int rc = PMPI_Comm_free(&pc->dup);
-    mpiopt_node_layout_free(pc->node_layout);
-    mpiopt_measured_free(pc->measured);
-    free(pc);
+    int rc = MPI_SUCCESS;
+    if (pc->own_dup)
+        rc = PMPI_Comm_free(&pc->dup);
+    else
+        give_back_slot(pc->slot);
+    free_record(pc);
     return rc;
 }
 
@@ -83,18 +216,8 @@ static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     private_comm *pc = attr;
     int rc = MPI_SUCCESS;
-#if defined(OMPI_MAJOR_VERSION)
-    /* An idup of the program's communicator must end before that communicator does: Open MPI
-     * frees it here and crashed in a later MPI_Comm_dup otherwise. Every rank started the idup
-     * with an earlier collective on the communicator and is freeing it now too, so the wait
-     * completes. MPICH needs none of this: it keeps a communicator with operations pending and
-     * runs its delete callbacks once they end, inside its progress engine, where no wait may be
-     * made (it asserted). */
-    int ready;
-    rc = make_ready(pc, 1, &ready);
-#endif
-    if (rc == MPI_SUCCESS && pc->node_window) {
-        rc = mpiopt_node_window_free(pc->dup);
+    if (pc->node_window) {
+        rc = mpiopt_node_window_free(pc->node_window);
         pc->node_window = NULL;
     }
     pthread_mutex_lock(&refs_lock);
@@ -106,68 +229,85 @@ static int free_private(MPI_Comm comm, int keyval, void *attr, void *extra)
 
 static void create_keyval(void)
 {
-    /* MPI_COMM_NULL_COPY_FN: a duplicate of the user's communicator gets its own private one on
-     * its first collective, never a shared one. */
+    /* MPI_COMM_NULL_COPY_FN: a duplicate of the user's communicator gets its own record (and
+     * slot), never a shared one. */
     keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_private, &private_keyval, NULL);
 }
 
-/* The private record of user_comm, made on first use: its duplicate from MPI_Comm_dup, or for a
- * nonblocking call (nonblocking = 1) from MPI_Comm_idup, not usable until make_ready says so. A
- * blocking call waits for a pending idup (started by an earlier collective, in the same order on
- * every rank). */
-static int private_of(MPI_Comm user_comm, int nonblocking, private_comm **out)
+/* user_comm's record: a slot agreed by all its ranks (collective), or an own duplicate. */
+static int make_record(MPI_Comm user_comm, int p, private_comm **out)
 {
-    int rc, found = 0, ready;
-    private_comm *cached = NULL;
+    private_comm *pc;
+    uint64_t offer[SLOT_WORDS] = {0}, agreed[SLOT_WORDS];
+    int rc;
+    if (!(pc = calloc(1, sizeof *pc)) || !(pc->measured = mpiopt_measured_new())) {
+        free(pc);
+        return MPI_ERR_NO_MEM;
+    }
+    pc->refs = 1;
+    pc->user = user_comm;
+    pc->slot = -1;
+    /* no shared communicator, or a rank outside it: nothing offered, so no slot (every rank
+     * comes to the same) */
+    if (world_msg_exists(user_comm) && ranks_in_world(user_comm, p, &pc->world_rank))
+        offer_slots(offer);
+    rc = PMPI_Allreduce(offer, agreed, SLOT_WORDS, MPI_UINT64_T, MPI_BAND, user_comm);
+    pc->slot = take_slot(offer, rc == MPI_SUCCESS ? agreed : (uint64_t[SLOT_WORDS]){0});
+    if (rc == MPI_SUCCESS && pc->slot >= 0) {
+        pc->dup = world_msg;
+        pc->tag_base = MPIOPT_TAG_FIRST + pc->slot * tags_per_slot;
+        pc->tags = tags_per_slot;
+    } else if (rc == MPI_SUCCESS) {
+        pc->own_dup = 1;
+        pc->tag_base = MPIOPT_TAG_FIRST;
+        pc->tags = TAGS_PER_SLOT_MAX;
+        free(pc->world_rank);
+        pc->world_rank = NULL;
+        if ((rc = PMPI_Comm_dup(user_comm, &pc->dup)) == MPI_SUCCESS)
+            rc = PMPI_Comm_set_errhandler(pc->dup, MPI_ERRORS_RETURN);
+    }
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_attr(user_comm, private_keyval, pc);
+    if (rc != MPI_SUCCESS) {
+        if (pc->slot >= 0)
+            give_back_slot(pc->slot);
+        if (pc->own_dup && pc->dup != MPI_COMM_NULL)
+            PMPI_Comm_free(&pc->dup);
+        free_record(pc);
+        return rc;
+    }
+    *out = pc;
+    return MPI_SUCCESS;
+}
+
+/* The record of user_comm (NULL in *out where it has none and `make` is 0), made on demand
+ * (collective: every rank makes it in the same call). */
+static int private_of(MPI_Comm user_comm, int make, private_comm **out)
+{
+    int rc, found = 0, p;
+    private_comm *pc = NULL;
+    *out = NULL;
     pthread_once(&keyval_once, create_keyval);
     if (keyval_rc != MPI_SUCCESS)
         return keyval_rc;
-    rc = PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found);
-    if (rc != MPI_SUCCESS)
+    rc = PMPI_Comm_get_attr(user_comm, private_keyval, &pc, &found);
+    if (rc != MPI_SUCCESS || found || !make) {
+        *out = found ? pc : NULL;
         return rc;
-    if (!found) {
-        if (!(cached = calloc(1, sizeof *cached)) || !(cached->measured = mpiopt_measured_new())) {
-            free(cached);
-            return MPI_ERR_NO_MEM;
-        }
-        cached->refs = 1;
-        cached->user = user_comm;
-        cached->dup = MPI_COMM_NULL;
-        cached->dup_req = MPI_REQUEST_NULL;
-#if !defined(SMPI_SAMPLE_FLOPS) && !defined(OMPI_MAJOR_VERSION)
-        /* SimGrid has no MPI_Comm_idup (and its programs are ours); under Open MPI a nonblocking
-         * call never gets here (mpiopt_private_exists). */
-        if (nonblocking)
-            rc = PMPI_Comm_idup(user_comm, &cached->dup, &cached->dup_req);
-        else
-#endif
-            rc = PMPI_Comm_dup(user_comm, &cached->dup);
-        if (rc == MPI_SUCCESS && cached->dup_req == MPI_REQUEST_NULL)
-            rc = make_ready(cached, 1, &ready);
-        if (rc == MPI_SUCCESS)
-            rc = PMPI_Comm_set_attr(user_comm, private_keyval, cached);
-        if (rc != MPI_SUCCESS) {
-            if (cached->dup_req != MPI_REQUEST_NULL)
-                PMPI_Wait(&cached->dup_req, MPI_STATUS_IGNORE);
-            if (cached->dup != MPI_COMM_NULL)
-                PMPI_Comm_free(&cached->dup);
-            mpiopt_measured_free(cached->measured);
-            free(cached);
-            return rc;
-        }
     }
-    if (!nonblocking && (rc = make_ready(cached, 1, &ready)) != MPI_SUCCESS)
+    if ((rc = PMPI_Comm_size(user_comm, &p)) != MPI_SUCCESS)
         return rc;
-    *out = cached;
-    return MPI_SUCCESS;
+    return make_record(user_comm, p, out);
 }
 
 int mpiopt_private_hold(MPI_Comm user_comm, mpiopt_private_comm **held)
 {
     private_comm *pc;
-    int rc = private_of(user_comm, 1, &pc);
+    int rc = private_of(user_comm, 0, &pc);
     if (rc != MPI_SUCCESS)
         return rc;
+    if (!pc)
+        return MPI_ERR_INTERN;  /* mpiopt_private_exists said yes before the call was planned */
     pthread_mutex_lock(&refs_lock);
     pc->refs++;
     pthread_mutex_unlock(&refs_lock);
@@ -187,23 +327,13 @@ int mpiopt_private_prepare(MPI_Comm user_comm)
     if (user_comm == MPI_COMM_NULL || PMPI_Comm_test_inter(user_comm, &inter) != MPI_SUCCESS ||
         inter || PMPI_Comm_size(user_comm, &size) != MPI_SUCCESS || size < 2)
         return MPI_SUCCESS;     /* nothing mpiopt would make (or the vendor's error to give) */
-    return private_of(user_comm, 0, &pc);
+    return private_of(user_comm, 1, &pc);
 }
 
 int mpiopt_private_exists(MPI_Comm user_comm)
 {
-    void *cached;
-    int found = 0;
-    pthread_once(&keyval_once, create_keyval);
-    return keyval_rc == MPI_SUCCESS &&
-           PMPI_Comm_get_attr(user_comm, private_keyval, &cached, &found) == MPI_SUCCESS && found;
-}
-
-int mpiopt_private_ready(mpiopt_private_comm *pc, int blocking, MPI_Comm *dup)
-{
-    int ready, rc = make_ready(pc, blocking, &ready);
-    *dup = ready ? pc->dup : MPI_COMM_NULL;
-    return rc;
+    private_comm *pc;
+    return private_of(user_comm, 0, &pc) == MPI_SUCCESS && pc;
 }
 
 MPI_Comm mpiopt_private_user_comm(const mpiopt_private_comm *held)
@@ -230,21 +360,23 @@ static int init_comm(mpiopt_coll *c, MPI_Comm user_comm, int nonblocking)
     int rc = PMPI_Comm_size(user_comm, &c->size);
     if (rc != MPI_SUCCESS)
         return rc;
-    c->comm = user_comm;
+    c->comm = c->user_comm = user_comm;
     if (c->size > 1) {
         private_comm *pc;
-        if ((rc = private_of(user_comm, nonblocking, &pc)) != MPI_SUCCESS)
+        if ((rc = private_of(user_comm, !nonblocking, &pc)) != MPI_SUCCESS)
             return rc;
-        c->comm = pc->dup;      /* not usable yet while pc->ready = 0: see comm_pending */
-        c->comm_pending = !pc->ready;
+        if (!pc)
+            return MPI_ERR_INTERN;  /* a nonblocking call is planned only where there is one */
+        c->comm = pc->dup;
+        c->msg_rank = pc->world_rank;
+        c->tag = pc->tag_base;
         c->node_window = &pc->node_window;
         c->node_layout = &pc->node_layout;
         c->measured = pc->measured;
     }
-    PMPI_Comm_rank(user_comm, &c->rank);    /* the same in the duplicate */
+    PMPI_Comm_rank(user_comm, &c->rank);
     c->datatype = MPI_BYTE;
     c->extent = 1;
-    c->tag = MPIOPT_TAG;
     return MPI_SUCCESS;
 }
 
@@ -255,7 +387,7 @@ int mpiopt_coll_init_comm(mpiopt_coll *c, MPI_Comm user_comm)
 
 int mpiopt_private_tag(mpiopt_private_comm *pc)
 {
-    return MPIOPT_SCHEDULE_TAG_FIRST + (int)(pc->schedules++ % MPIOPT_SCHEDULE_TAGS);
+    return pc->tag_base + 1 + (int)(pc->schedules++ % (unsigned)(pc->tags - 1));
 }
 
 int mpiopt_coll_init(mpiopt_coll *c, MPI_Comm user_comm, MPI_Datatype datatype, MPI_Op op,

@@ -126,7 +126,7 @@ int mpiopt_hold(mpiopt_held *h, mpiopt_coll *c, MPI_Comm user_comm)
         if (rc != MPI_SUCCESS)
             return rc;
         c->tag = mpiopt_private_tag(h->comm);
-        if (!defer_frees() && !c->comm_pending) {   /* a pending one is needed to finish it */
+        if (!defer_frees()) {
             mpiopt_private_release(h->comm);
             h->comm = NULL;
         }

@@ -119,7 +119,7 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
     *measuring = 0;
     size_class *k = NULL;
     int cls, timed;
-    if (rows_choice == MPIOPT_ALG_SHARED_MEMORY && c->size > 1 && !c->comm_pending &&
+    if (rows_choice == MPIOPT_ALG_SHARED_MEMORY && c->size > 1 &&
         !c->record && !c->peers)
         k = class_of(c, count * c->extent, &cls);
     if (!k)
@@ -138,7 +138,7 @@ static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, in
     double mean[CANDIDATES];    /* this rank's fastest call of each; then the ranks' mean */
     memcpy(mean, k->fastest, sizeof mean);
     /* every rank's time counts, as in OSU's average over the ranks */
-    if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->comm) !=
+    if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->user_comm) !=
         MPI_SUCCESS) {
         k->chosen = candidates[0] + 1;  /* every rank gets the same error: keep the rows' */
         return;

@@ -85,7 +85,7 @@ static mpiopt_node_layout *layout_from_names(const int *name, int p)
     return L;
 }
 
-/* Each rank's node name under the knob: the lowest rank of c->comm in its block of k ranks of
+/* Each rank's node name under the knob: the lowest rank of c->user_comm in its block of k ranks of
  * MPI_COMM_WORLD. */
 static int names_from_knob(const mpiopt_coll *c, int k, int *name)
 {
@@ -97,7 +97,7 @@ static int names_from_knob(const mpiopt_coll *c, int k, int *name)
     int *world_rank = ranks + p;
     for (int r = 0; r < p; r++)
         ranks[r] = r;
-    rc = PMPI_Comm_group(c->comm, &mine);
+    rc = PMPI_Comm_group(c->user_comm, &mine);
     if (rc == MPI_SUCCESS) {
         rc = PMPI_Comm_group(MPI_COMM_WORLD, &world);
         if (rc == MPI_SUCCESS) {
@@ -120,18 +120,40 @@ static int names_from_knob(const mpiopt_coll *c, int k, int *name)
     return rc;
 }
 
-/* Each rank's node name, found by MPI (collective on c->comm). */
+int mpiopt_node_comm(const mpiopt_coll *c, MPI_Comm *node)
+{
+    /* the split takes a context id, and a program that holds nearly all of them (MPICH: 2048)
+     * must not die of mpiopt's: the error comes back to mpiopt, not to the program's handler,
+     * which is the communicator's for the moment of the call (a blocking collective on it: no
+     * other call of the program's is on it then but point-to-point from other threads) */
+    MPI_Errhandler programs;
+    int rc = PMPI_Comm_get_errhandler(c->user_comm, &programs);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    PMPI_Comm_set_errhandler(c->user_comm, MPI_ERRORS_RETURN);
+    rc = PMPI_Comm_split_type(c->user_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node);
+    PMPI_Comm_set_errhandler(c->user_comm, programs);
+    PMPI_Errhandler_free(&programs);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_set_errhandler(*node, MPI_ERRORS_RETURN);
+    return rc;
+}
+
+/* Each rank's node name, found by MPI (collective on c->user_comm); where the MPI cannot split
+ * (no context id left), every rank its own node, which the flat algorithms need not know. */
 static int names_from_mpi(const mpiopt_coll *c, int *name)
 {
     MPI_Comm node;
-    int rc = PMPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    if (mpiopt_node_comm(c, &node) != MPI_SUCCESS) {
+        for (int r = 0; r < c->size; r++)
+            name[r] = r;
+        return MPI_SUCCESS;
+    }
     int lowest = c->rank;
-    rc = PMPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, node);
+    int rc = PMPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, node);
     PMPI_Comm_free(&node);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Allgather(&lowest, 1, MPI_INT, name, 1, MPI_INT, c->comm);
+        rc = PMPI_Allgather(&lowest, 1, MPI_INT, name, 1, MPI_INT, c->user_comm);
     return rc;
 }
 
@@ -145,7 +167,7 @@ int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out)
         return MPI_SUCCESS;
     }
     int k = ranks_per_node_knob(), p = c->size, rc = MPI_SUCCESS;
-    if (!k && (c->record || c->comm_pending))
+    if (!k && c->record)
         return MPI_SUCCESS;             /* no collective calls from here: not known yet */
     int *name = malloc(sizeof(int) * (size_t)p);
     if (!name)

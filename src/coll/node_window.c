@@ -20,6 +20,10 @@
  * communicator's small calls take recursive doubling or Rabenseifner, and its large ones the
  * slots' buffers in pieces instead of stages. */
 #define DEFAULT_NODE_BYTES (64u << 20)
+/* Communicators with windows a process (MPIOPT_SHM_COMMS): each window takes one of the MPI's
+ * context ids (MPICH has 2048 a process, and the program needs them), two with stages. Past it
+ * a communicator takes the message-passing algorithms. */
+#define DEFAULT_WINDOW_COMMS 16
 /* the backing store must have this much more free than a window takes (tmpfs fills, and a page
  * touched on a full tmpfs is SIGBUS, not an error) */
 #define ROOM_SPARE 1.25
@@ -36,12 +40,14 @@
  * in the same order, so the collective frees meet. */
 static node_window *oldest, *newest;
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static int window_keyval = MPI_KEYVAL_INVALID, finalize_keyval = MPI_KEYVAL_INVALID;
-static int keyvals_rc;
-static pthread_once_t keyvals_once = PTHREAD_ONCE_INIT;
+static int finalize_keyval = MPI_KEYVAL_INVALID;
+static int keyval_rc;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
 
-/* bytes of all windows' parts this process holds, and of those the stages (live_lock) */
+/* bytes of all windows' parts this process holds, and of those the stages; how many windows
+ * (live_lock) */
 static size_t held_here, stages_here;
+static int windows_here;
 
 static void unlink_window(node_window *w)
 {
@@ -65,12 +71,12 @@ static int free_windows(node_window *w)
         rc = MPI_ERR_OTHER;
     held_here -= bytes_held(w);
     stages_here -= w->stages * sizeof(stage);
+    windows_here -= w->usable;
     return rc;
 }
 
-static int free_window(MPI_Comm comm, int keyval, void *attr, void *extra)
+int mpiopt_node_window_free(node_window *w)
 {
-    node_window *w = attr;
     int rc = MPI_SUCCESS;
     pthread_mutex_lock(&live_lock);
     if (!w->freed) {
@@ -107,25 +113,12 @@ static void keep(node_window *w)
     pthread_mutex_unlock(&live_lock);
 }
 
-static void create_keyvals(void)
+static void create_keyval(void)
 {
-    keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_window, &window_keyval, NULL);
-    if (keyvals_rc == MPI_SUCCESS)
-        keyvals_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize,
-                                             &finalize_keyval, NULL);
-    if (keyvals_rc == MPI_SUCCESS)
-        keyvals_rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
-}
-
-int mpiopt_node_window_free(MPI_Comm private_comm)
-{
-    if (window_keyval == MPI_KEYVAL_INVALID)
-        return MPI_SUCCESS;     /* no window was ever made */
-    void *w;
-    int found = 0, rc = PMPI_Comm_get_attr(private_comm, window_keyval, &w, &found);
-    if (rc == MPI_SUCCESS && found)
-        rc = PMPI_Comm_delete_attr(private_comm, window_keyval);   /* free_window */
-    return rc;
+    keyval_rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize,
+                                        &finalize_keyval, NULL);
+    if (keyval_rc == MPI_SUCCESS)
+        keyval_rc = PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
 }
 
 /* This rank's share of the node's budget, and what it may still take of it: all of the rest
@@ -178,13 +171,29 @@ static void say_fallback(const mpiopt_coll *c, const char *what, const char *why
                 what, why);
 }
 
-/* A shared window of `bytes` a rank over c (collective): *mine this rank's part, all[r] rank
- * r's as mapped here (an array of c->size pointers), every page of *mine touched now by its owner
- * (so it is on the owner's NUMA node, no call pays the first-use page faults, and no page is
- * first touched on a full tmpfs later: SIGBUS). */
+/* The ranks of c on this node (mpiopt_node_comm: an MPI that cannot allocate a window says so to
+ * mpiopt, which falls back, not to the program's error handler); freed once the window is made:
+ * the window keeps what it needs. */
+static int node_comm(const mpiopt_coll *c, MPI_Comm *node, int *node_size)
+{
+    int rc = mpiopt_node_comm(c, node);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Comm_size(*node, node_size);
+    return rc;
+}
+
+/* A shared window of `bytes` a rank over c's ranks, all on this node (collective): *mine this
+ * rank's part, all[r] rank r's as mapped here (an array of c->size pointers), every page of
+ * *mine touched now by its owner (so it is on the owner's NUMA node, no call pays the first-use
+ * page faults, and no page is first touched on a full tmpfs later: SIGBUS). */
 static int allocate_shared(const mpiopt_coll *c, size_t bytes, void *mine, void *all, MPI_Win *win)
 {
-    int rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, c->comm, mine, win);
+    MPI_Comm node;
+    int node_size, rc = node_comm(c, &node, &node_size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    /* the node's ranks in c's order: c's ranks are all on it, and the split keeps their order */
+    rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, node, mine, win);
     for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
         MPI_Aint size;
         int disp;
@@ -192,22 +201,29 @@ static int allocate_shared(const mpiopt_coll *c, size_t bytes, void *mine, void 
     }
     if (rc == MPI_SUCCESS)
         memset(*(void **)mine, 0, bytes);
+    PMPI_Comm_free(&node);
     return rc;
 }
 
 /* One int every rank of c agrees on: the least of what they hold. */
 static int agree_min(const mpiopt_coll *c, uint64_t mine, uint64_t *all)
 {
-    return PMPI_Allreduce(&mine, all, 1, MPI_UINT64_T, MPI_MIN, c->comm);
+    return PMPI_Allreduce(&mine, all, 1, MPI_UINT64_T, MPI_MIN, c->user_comm);
 }
 
-/* The window of c's private communicator, made by the first call on it (collective: every rank
- * makes this call) and kept where c->node_window points: later calls read one pointer. The
- * window is also an attribute of the private communicator, whose delete callback frees it.
+/* What a rank can make, and the reasons it cannot (the ranks agree on the least). */
+enum { CANNOT_WINDOWS, CANNOT_BUDGET, CANNOT_ROOM, CAN };
+static const char *const cannot_why[] = {
+    "no context id: MPIOPT_SHM_COMMS communicators have windows",
+    "shared-memory budget spent", "no room in " SHM_DIRECTORY};
+
+/* The window of c's communicator, made by the first call on it (collective: every rank makes
+ * this call) and kept where c->node_window points, in the communicator's record, which frees it
+ * with the communicator: later calls read one pointer.
  * It holds the slots only (168 KiB a rank); mpiopt_node_window_stages adds the stages when a
  * call needs them.
  * Not usable (the caller takes another algorithm) where the ranks do not share a node, or where
- * any rank's share of the node's budget or the room in /dev/shm is spent. */
+ * any rank's share of the node's budget, its windows or the room in /dev/shm is spent. */
 int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
 {
     if (*c->node_window) {
@@ -216,9 +232,9 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     }
     int rc;
     node_window *w = NULL;
-    pthread_once(&keyvals_once, create_keyvals);
-    if (keyvals_rc != MPI_SUCCESS)
-        return keyvals_rc;
+    pthread_once(&keyval_once, create_keyval);
+    if (keyval_rc != MPI_SUCCESS)
+        return keyval_rc;
     if (!(w = calloc(1, sizeof *w)) || !(w->all = calloc((size_t)c->size, sizeof *w->all))) {
         free(w);
         return MPI_ERR_NO_MEM;
@@ -226,36 +242,45 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     w->stage_win = MPI_WIN_NULL;
     MPI_Comm node;
     int node_size = 0;
-    rc = PMPI_Comm_split_type(c->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    if (rc == MPI_SUCCESS) {
-        PMPI_Comm_size(node, &node_size);
+    if (node_comm(c, &node, &node_size) == MPI_SUCCESS)
         PMPI_Comm_free(&node);
-    }
-    w->usable = rc == MPI_SUCCESS && node_size == c->size;
+    rc = MPI_SUCCESS;   /* no node communicator (no context id left): no window */
+    w->usable = node_size == c->size;
     if (w->usable) {
-        /* 1: this rank can afford its slot and sees room for the window; all must */
-        uint64_t can = budget_left(c, 0) >= sizeof(slot) ? 2 : 0, all;
-        if (can && !room_for((size_t)c->size * sizeof(slot)))
-            can = 1;
+        pthread_mutex_lock(&live_lock);
+        int windows = windows_here;
+        pthread_mutex_unlock(&live_lock);
+        uint64_t can = CAN, all;
+        if (windows >= mpiopt_env_long("MPIOPT_SHM_COMMS", DEFAULT_WINDOW_COMMS))
+            can = CANNOT_WINDOWS;
+        else if (budget_left(c, 0) < sizeof(slot))
+            can = CANNOT_BUDGET;
+        else if (!room_for((size_t)c->size * sizeof(slot)))
+            can = CANNOT_ROOM;
         rc = agree_min(c, can, &all);
-        w->usable = rc == MPI_SUCCESS && all == 2;
-        if (rc == MPI_SUCCESS && all < 2)
-            say_fallback(c, "recursive doubling / Rabenseifner",
-                         all == 0 ? "shared-memory budget spent" : "no room in " SHM_DIRECTORY);
+        w->usable = rc == MPI_SUCCESS && all == CAN;
+        if (rc == MPI_SUCCESS && all < CAN)
+            say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[all]);
     }
     if (w->usable && rc == MPI_SUCCESS) {
         rc = allocate_shared(c, sizeof(slot), &w->mine, w->all, &w->win);
-        if (rc == MPI_SUCCESS) {
-            __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
-            w->small.writable_until = SMALL_BUFFERS - 1;
-            mpiopt_shm_direct_prepare(w);
-            rc = PMPI_Barrier(c->comm);     /* every header reads 0 before the first call */
+        uint64_t made;
+        if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
+            /* the ranks that have it keep it unused (a rank whose MPI refused would not free it
+             * with the others) */
+            say_fallback(c, "recursive doubling / Rabenseifner", "the MPI could not allocate it");
+            w->usable = 0;
+            rc = MPI_SUCCESS;
         }
+    }
+    if (w->usable) {
+        __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
+        w->small.writable_until = SMALL_BUFFERS - 1;
+        mpiopt_shm_direct_prepare(w);
+        rc = PMPI_Barrier(c->user_comm);    /* every header reads 0 before the first call */
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_direct_agree(c, w);
     }
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Comm_set_attr(c->comm, window_keyval, w);
     if (rc != MPI_SUCCESS) {
         free(w->all);
         free(w);
@@ -263,6 +288,7 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     }
     pthread_mutex_lock(&live_lock);
     held_here += bytes_held(w);
+    windows_here += w->usable;
     pthread_mutex_unlock(&live_lock);
     keep(w);
     *out = *c->node_window = w;
@@ -323,9 +349,9 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     return 1;
 }
 #else
-int mpiopt_node_window_free(MPI_Comm private_comm)
+int mpiopt_node_window_free(node_window *w)
 {
-    (void)private_comm;
+    (void)w;
     return MPI_SUCCESS;     /* no windows under SimGrid */
 }
 #endif

@@ -63,27 +63,32 @@ int mpiopt_waitall(const mpiopt_coll *c, int n, MPI_Request *reqs)
     return MPI_SUCCESS;
 }
 
-/* c->comm's rank of the algorithm's peer (coll.h: peers). A schedule records it translated: it
+/* The communicator's rank of the algorithm's peer (coll.h: peers). A schedule records it so: it
  * runs with the context of the whole communicator. */
-static inline int peer_rank(const mpiopt_coll *c, int peer)
+static inline int user_rank(const mpiopt_coll *c, int peer)
 {
     return c->peers ? c->peers[peer] : peer;
 }
 
+/* Its rank on c->comm, where the message goes (coll.h: msg_rank). */
+static inline int peer_rank(const mpiopt_coll *c, int peer)
+{
+    int r = user_rank(c, peer);
+    return c->msg_rank ? c->msg_rank[r] : r;
+}
+
 int mpiopt_isend(const mpiopt_coll *c, const void *buf, size_t n, int dst, MPI_Request *req)
 {
-    dst = peer_rank(c, dst);
     if (c->record)
-        return mpiopt_schedule_post(c->record, 1, buf, n, dst, req);
-    return PMPI_Isend(buf, (int)n, c->datatype, dst, c->tag, c->comm, req);
+        return mpiopt_schedule_post(c->record, 1, buf, n, user_rank(c, dst), req);
+    return PMPI_Isend(buf, (int)n, c->datatype, peer_rank(c, dst), c->tag, c->comm, req);
 }
 
 int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request *req)
 {
-    src = peer_rank(c, src);
     if (c->record)
-        return mpiopt_schedule_post(c->record, 0, buf, n, src, req);
-    return PMPI_Irecv(buf, (int)n, c->datatype, src, c->tag, c->comm, req);
+        return mpiopt_schedule_post(c->record, 0, buf, n, user_rank(c, src), req);
+    return PMPI_Irecv(buf, (int)n, c->datatype, peer_rank(c, src), c->tag, c->comm, req);
 }
 
 int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)

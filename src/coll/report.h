@@ -39,7 +39,7 @@ typedef enum {
     MPIOPT_WHY_INTERCOMM,
     MPIOPT_WHY_DATATYPE,        /* a derived datatype with holes, or none of mpiopt's kernels */
     MPIOPT_WHY_ALGORITHM,       /* the algorithm asked for cannot take this op or count */
-    MPIOPT_WHY_NO_PRIVATE_COMM, /* Open MPI: nonblocking before any blocking call on the comm */
+    MPIOPT_WHY_NO_PRIVATE_COMM, /* nonblocking, on a comm without a record (coll/common.c) */
     MPIOPT_WHY_NONBLOCKING_OFF, /* MPIOPT_NONBLOCKING=0 */
     MPIOPT_WHY_LARGE_COUNT,     /* count > INT_MAX */
     MPIOPT_WHY_USER_OP,         /* MPI_Reduce_local of a user-defined op */

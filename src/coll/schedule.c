@@ -210,15 +210,6 @@ static int run(mpiopt_schedule *s, int blocking, int stop_at_wait, int *done)
 {
     int rc = s->error;
     *done = 0;
-    if (rc == MPI_SUCCESS && s->c.comm_pending) {
-        /* the private communicator is still being made (MPI_Comm_idup): a start tests nothing */
-        MPI_Comm dup = MPI_COMM_NULL;
-        if (stop_at_wait || (rc = mpiopt_private_ready(s->held.comm, blocking, &dup)) !=
-                                MPI_SUCCESS || dup == MPI_COMM_NULL)
-            return rc;
-        s->c.comm = dup;
-        s->c.comm_pending = 0;
-    }
     while (rc == MPI_SUCCESS && s->pos < s->n_actions) {
         const action *x = &s->actions[s->pos];
         switch (x->kind) {

@@ -83,7 +83,7 @@ int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w)
             can = read_remote(w->all[r]->direct.pid, &seen, w->all[r]->direct.probe, sizeof seen)
                       == MPI_SUCCESS && seen == probe_word;
     }
-    return PMPI_Allreduce(&can, &w->direct, 1, MPI_INT, MPI_MIN, c->comm);
+    return PMPI_Allreduce(&can, &w->direct, 1, MPI_INT, MPI_MIN, c->user_comm);
 }
 
 static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)

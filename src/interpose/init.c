@@ -1,19 +1,17 @@
 /* MPI_Init / MPI_Init_thread for LD_PRELOAD.
  * - Every MPI: MPIOPT_REPORT's table is arranged for MPI_Finalize on every rank (coll/report.h).
- * - Open MPI: MPI_COMM_WORLD gets mpiopt's private duplicate at once, while nothing else is
- *   pending, so that a program whose first reduction is a nonblocking one gets mpiopt's schedule
- *   for it (under Open MPI no nonblocking call makes a private duplicate itself:
- *   coll/collective_args.c says why), and with it the schedules' hold on freed objects that Open
- *   MPI's own nonblocking collectives lack. */
+ * - mpiopt's own communicator, on which every communicator's messages go with tags of their own
+ *   (coll/common.c), is made from MPI_COMM_WORLD at once, the one moment every rank meets while
+ *   nothing else is pending, with MPI_COMM_WORLD's record: a program whose first reduction is a
+ *   nonblocking one then gets mpiopt's schedule for it (comm.c does the same for the
+ *   communicators the program makes). */
 #include "mpiopt.h"
 #include "coll/coll.h"
 #include "coll/report.h"
 
 static void started(void)
 {
-#if defined(OMPI_MAJOR_VERSION)
     mpiopt_private_prepare(MPI_COMM_WORLD);
-#endif
     mpiopt_report_start();
 }
 

@@ -10,6 +10,9 @@
  *              nonblocking and persistent (restarted many times with new contents)
  *   type       the same for a derived datatype
  *   comm       the same for a communicator (MPI_Comm_free with collectives pending)
+ *   fresh      a nonblocking collective as the first call on a new communicator, which is freed
+ *              before the wait; two such communicators at once, started in opposite orders on
+ *              even and odd ranks (issue 37: Open MPI crashed in its libnbc)
  *   persistent persistent requests restarted many times with new contents, and freed while
  *              active
  *   errors     every bad argument under MPI_ERRORS_RETURN and under a user error handler (which
@@ -234,6 +237,47 @@ static void case_comm(int n)
     free(out1);
     free(out2);
     free(out3);
+}
+
+static void case_fresh(int n)
+{
+    int *in = malloc(sizeof(int) * (size_t)n), *out[3];
+    for (int i = 0; i < 3; i++)
+        out[i] = malloc(sizeof(int) * (size_t)n);
+    for (int round = 0; round < 4; round++) {
+        MPI_Comm a, b, other;
+        MPI_Request req[3];
+        fill(in, n, round);
+        MPI_Comm_dup(MPI_COMM_WORLD, &a);
+        MPI_Iallreduce(in, out[0], n, MPI_INT, MPI_SUM, a, &req[0]);
+        MPI_Comm_free(&a);
+        MPI_Comm_dup(MPI_COMM_WORLD, &other);           /* may reuse the freed handle */
+        traffic(other, MPI_SUM, MPI_INT, n);
+        MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+        check_sum(out[0], n, round, "iallreduce first on a communicator freed before the wait");
+        /* two first calls at once, in opposite orders on even and odd ranks (legal: they are on
+         * different communicators) */
+        MPI_Comm_dup(MPI_COMM_WORLD, &a);
+        MPI_Comm_dup(MPI_COMM_WORLD, &b);
+        if (rank % 2 == 0) {
+            MPI_Iallreduce(in, out[1], n, MPI_INT, MPI_SUM, a, &req[1]);
+            MPI_Ireduce(in, out[2], n, MPI_INT, MPI_SUM, 0, b, &req[2]);
+        } else {
+            MPI_Ireduce(in, out[2], n, MPI_INT, MPI_SUM, 0, b, &req[2]);
+            MPI_Iallreduce(in, out[1], n, MPI_INT, MPI_SUM, a, &req[1]);
+        }
+        MPI_Comm_free(&a);
+        MPI_Comm_free(&b);
+        traffic(other, MPI_SUM, MPI_INT, n);
+        MPI_Waitall(2, &req[1], MPI_STATUSES_IGNORE);
+        check_sum(out[1], n, round, "iallreduce first, started in another order on other ranks");
+        if (rank == 0)
+            check_sum(out[2], n, round, "ireduce first, started in another order on other ranks");
+        MPI_Comm_free(&other);
+    }
+    free(in);
+    for (int i = 0; i < 3; i++)
+        free(out[i]);
 }
 
 static void case_persistent(int n)
@@ -526,6 +570,8 @@ int main(int argc, char **argv)
         case_type(n);
     else if (!strcmp(which, "comm"))
         case_comm(n);
+    else if (!strcmp(which, "fresh"))
+        case_fresh(n);
     else if (!strcmp(which, "persistent"))
         case_persistent(n);
     else if (!strcmp(which, "errors"))
@@ -538,8 +584,8 @@ int main(int argc, char **argv)
         case_order(n);
     else {
         if (rank == 0)
-            fprintf(stderr, "usage: plain_lifetimes op|type|comm|persistent|errors|threads|"
-                            "idup|order [COUNT]\n");
+            fprintf(stderr, "usage: plain_lifetimes op|type|comm|fresh|persistent|errors|"
+                            "threads|idup|order [COUNT]\n");
         MPI_Finalize();
         return 2;
     }

@@ -67,6 +67,25 @@ def test_lifetimes_every_algorithm(flavour, p, case):
         assert_passed(run_case(flavour, p, case, forced(alg)), f"{case} p={p} {alg}")
 
 
+@pytest.mark.parametrize("p", [2, 3])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_nonblocking_first_on_a_communicator_freed_before_the_wait(flavour, p):
+    """Issue 37: MPI_Iallreduce / MPI_Ireduce as the first call on a fresh MPI_Comm_dup, freed
+    before MPI_Wait (two at once, started in opposite orders on even and odd ranks): exact under
+    every algorithm, and mpiopt's schedule ran every one (the communicator's record is made by
+    MPI_Comm_dup). The control: Open MPI 4.1's own (MPIOPT_ALLREDUCE=vendor) crashes here."""
+    require_build(flavour)
+    for alg in every_algorithm(flavour):
+        result = run_case(flavour, p, "fresh", dict(forced(alg), MPIOPT_REPORT="1"))
+        assert_passed(result, f"fresh p={p} {alg}")
+        rows = report_rows(result[2])
+        for call in ("MPI_Iallreduce", "MPI_Ireduce"):
+            assert call in rows and rows[call][1] == rows[call][0] > 0, (alg, call, result[2][-2000:])
+    if flavour == "openmpi":
+        rc, out, err = run_case(flavour, p, "fresh", forced("vendor"), timeout=60)
+        assert rc != 0, f"Open MPI's own passed the fresh case: the control shows nothing\n{out}"
+
+
 @pytest.mark.parametrize("p", [1, 2, 3])
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_error_classes_every_algorithm(flavour, p):
