@@ -10,6 +10,7 @@
 #include "coll.h"
 #include "node.h"
 #include "node_window.h"
+#include "report.h"
 
 /* one communicator's stages, its node's ranks together (MPIOPT_SHM_WINDOW_BYTES) */
 #define DEFAULT_WINDOW_BYTES (16u << 20)
@@ -211,11 +212,14 @@ static int agree_min(const mpiopt_coll *c, uint64_t mine, uint64_t *all)
     return PMPI_Allreduce(&mine, all, 1, MPI_UINT64_T, MPI_MIN, c->user_comm);
 }
 
-/* What a rank can make, and the reasons it cannot (the ranks agree on the least). */
-enum { CANNOT_WINDOWS, CANNOT_BUDGET, CANNOT_ROOM, CAN };
+/* What a rank can make: a reason it cannot (mpiopt_node_reason, report.h), or CAN; the ranks
+ * agree on the least. */
+#define CAN MPIOPT_NODE_REASONS
 static const char *const cannot_why[] = {
-    "no context id: MPIOPT_SHM_COMMS communicators have windows",
-    "shared-memory budget spent", "no room in " SHM_DIRECTORY};
+    [MPIOPT_NODE_NO_CONTEXT_ID] = "no context id: MPIOPT_SHM_COMMS communicators have windows",
+    [MPIOPT_NODE_BUDGET] = "shared-memory budget spent",
+    [MPIOPT_NODE_NO_ROOM] = "no room in " SHM_DIRECTORY,
+    [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it"};
 
 /* The window of c's communicator, made by the first call on it (collective: every rank makes
  * this call) and kept where c->node_window points, in the communicator's record, which frees it
@@ -240,11 +244,14 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         return MPI_ERR_NO_MEM;
     }
     w->stage_win = MPI_WIN_NULL;
+    w->why_unusable = w->why_no_stages = -1;
     MPI_Comm node;
     int node_size = 0;
     if (node_comm(c, &node, &node_size) == MPI_SUCCESS)
         PMPI_Comm_free(&node);
-    rc = MPI_SUCCESS;   /* no node communicator (no context id left): no window */
+    else    /* no node communicator (no context id left): no window */
+        w->why_unusable = MPIOPT_NODE_NO_CONTEXT_ID;
+    rc = MPI_SUCCESS;
     w->usable = node_size == c->size;
     if (w->usable) {
         pthread_mutex_lock(&live_lock);
@@ -252,15 +259,17 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         pthread_mutex_unlock(&live_lock);
         uint64_t can = CAN, all;
         if (windows >= mpiopt_env_long("MPIOPT_SHM_COMMS", DEFAULT_WINDOW_COMMS))
-            can = CANNOT_WINDOWS;
+            can = MPIOPT_NODE_NO_CONTEXT_ID;
         else if (budget_left(c, 0) < sizeof(slot))
-            can = CANNOT_BUDGET;
+            can = MPIOPT_NODE_BUDGET;
         else if (!room_for((size_t)c->size * sizeof(slot)))
-            can = CANNOT_ROOM;
+            can = MPIOPT_NODE_NO_ROOM;
         rc = agree_min(c, can, &all);
         w->usable = rc == MPI_SUCCESS && all == CAN;
-        if (rc == MPI_SUCCESS && all < CAN)
+        if (rc == MPI_SUCCESS && all < CAN) {
+            w->why_unusable = (int)all;
             say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[all]);
+        }
     }
     if (w->usable && rc == MPI_SUCCESS) {
         rc = allocate_shared(c, sizeof(slot), &w->mine, w->all, &w->win);
@@ -268,7 +277,8 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
             /* the ranks that have it keep it unused (a rank whose MPI refused would not free it
              * with the others) */
-            say_fallback(c, "recursive doubling / Rabenseifner", "the MPI could not allocate it");
+            w->why_unusable = MPIOPT_NODE_ALLOC_FAILED;
+            say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[w->why_unusable]);
             w->usable = 0;
             rc = MPI_SUCCESS;
         }
@@ -303,29 +313,37 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
  * Without stages large calls go through the slots' buffers in pieces. */
 int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
 {
-    if (w->stages_tried)
+    if (w->stages_tried) {
+        if (!w->stages && w->why_no_stages >= 0)
+            mpiopt_report_node(1, (mpiopt_node_reason)w->why_no_stages);
         return w->stages > 0;
+    }
     w->stages_tried = 1;
     long window = mpiopt_env_long("MPIOPT_SHM_WINDOW_BYTES", DEFAULT_WINDOW_BYTES);
     uint64_t want = (uint64_t)(window > 0 ? window : 0) / ((uint64_t)c->size * sizeof(stage));
     want = want < MIN_STAGES ? MIN_STAGES : want > MAX_STAGES ? MAX_STAGES : want;
-    uint64_t afford = budget_left(c, 1) / sizeof(stage);
-    const char *why = NULL;
+    uint64_t afford = budget_left(c, 1) / sizeof(stage), why = CAN;
     if (want > afford) {
         want = afford;
-        why = "shared-memory budget spent";
+        why = MPIOPT_NODE_BUDGET;
     }
     while (want >= MIN_STAGES && !room_for((size_t)c->size * want * sizeof(stage))) {
         want /= 2;
-        why = "no room in " SHM_DIRECTORY;
+        why = MPIOPT_NODE_NO_ROOM;
     }
     if (want < MIN_STAGES)
         want = 0;
+    else
+        why = CAN;  /* fewer stages than asked for are still stages */
     int rc = agree_min(c, want, &w->stages);
+    if (rc == MPI_SUCCESS && w->stages == 0)
+        rc = agree_min(c, why, &why);
     if (rc != MPI_SUCCESS || w->stages == 0) {
         w->stages = 0;
+        w->why_no_stages = why < CAN ? (int)why : MPIOPT_NODE_BUDGET;
         say_fallback(c, "large calls in pieces through the small buffers",
-                     why ? why : "another rank's budget or room is spent");
+                     cannot_why[w->why_no_stages]);
+        mpiopt_report_node(1, (mpiopt_node_reason)w->why_no_stages);
         return 0;
     }
     size_t bytes = w->stages * sizeof(stage);
@@ -338,8 +356,10 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     uint64_t made;
     if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
         w->stages = 0;
+        w->why_no_stages = MPIOPT_NODE_ALLOC_FAILED;
         say_fallback(c, "large calls in pieces through the small buffers",
-                     "the MPI could not allocate the stages");
+                     cannot_why[w->why_no_stages]);
+        mpiopt_report_node(1, MPIOPT_NODE_ALLOC_FAILED);
         return 0;
     }
     pthread_mutex_lock(&live_lock);

@@ -86,6 +86,8 @@ static inline buffer *ring_buffer(slot *s, uint64_t call)
 struct mpiopt_node_window {
     int usable;                     /* 0: the ranks do not share a node, or the budget or the
                                      * room in the backing store is spent */
+    int why_unusable;               /* then: a node's limit (mpiopt_node_reason), or -1 */
+    int why_no_stages;              /* once stages were refused: the same */
     int freed;                      /* the windows are gone (MPI_Finalize came first) */
     MPI_Win win;
     ring small;

@@ -14,6 +14,8 @@ _Thread_local unsigned char mpiopt_report_door_now;
 #define COLUMNS (MPIOPT_ALG_COUNT + MPIOPT_WHY_COUNT)
 #define ENTRIES (MPIOPT_CALL_KINDS * MPIOPT_DOORS)
 static uint64_t counts[ENTRIES][COLUMNS];
+/* shared_memory's calls not taken whole: [0] by message passing, [1] in pieces; by reason */
+static uint64_t node_counts[2][MPIOPT_NODE_REASONS];
 static int printed;
 
 static const char *const kind_names[MPIOPT_CALL_KINDS] = {
@@ -34,6 +36,13 @@ static const char *const reasons[MPIOPT_WHY_COUNT] = {
     [MPIOPT_WHY_USER_OP] = "user-defined op",
 };
 
+static const char *const node_reasons[MPIOPT_NODE_REASONS] = {
+    [MPIOPT_NODE_NO_CONTEXT_ID] = "no context id (MPIOPT_SHM_COMMS)",
+    [MPIOPT_NODE_BUDGET] = "shared-memory budget spent",
+    [MPIOPT_NODE_NO_ROOM] = "no room in /dev/shm",
+    [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it",
+};
+
 __attribute__((constructor)) static void read_setting(void)
 {
     const char *v = getenv("MPIOPT_REPORT");
@@ -50,6 +59,12 @@ void mpiopt_report_count_call(mpiopt_call_kind kind, mpiopt_algorithm algorithm,
         return;
     int column = why == MPIOPT_TAKEN ? (int)algorithm : MPIOPT_ALG_COUNT + (int)why;
     __atomic_fetch_add(&counts[kind * MPIOPT_DOORS + door][column], 1, __ATOMIC_RELAXED);
+}
+
+void mpiopt_report_count_node(int pieces, mpiopt_node_reason why)
+{
+    if ((unsigned)why < MPIOPT_NODE_REASONS)
+        __atomic_fetch_add(&node_counts[pieces != 0][why], 1, __ATOMIC_RELAXED);
 }
 
 /* "MPI_Allreduce", "MPI_Allreduce_c", "MPI_ALLREDUCE (Fortran)" */
@@ -78,7 +93,27 @@ static void add_part(char *cell, size_t len, const char *what, uint64_t n)
                  (unsigned long long)n);
 }
 
-static void print_table(FILE *out, uint64_t (*sum)[COLUMNS], const char *scope)
+/* The lines on shared_memory's calls that a node's limit kept from taking them whole. */
+static void print_node_lines(FILE *out, uint64_t (*sum)[MPIOPT_NODE_REASONS])
+{
+    static const char *const what[2] = {"ran message passing instead of shared memory",
+                                        "took large calls in pieces (no stages)"};
+    for (int k = 0; k < 2; k++) {
+        char why[256] = "";
+        uint64_t n = 0;
+        for (int r = 0; r < MPIOPT_NODE_REASONS; r++)
+            if (sum[k][r]) {
+                n += sum[k][r];
+                add_part(why, sizeof why, node_reasons[r], sum[k][r]);
+            }
+        if (n)
+            fprintf(out, "mpiopt: shared_memory %s for %llu calls: %s\n", what[k],
+                    (unsigned long long)n, why);
+    }
+}
+
+static void print_table(FILE *out, uint64_t (*sum)[COLUMNS],
+                        uint64_t (*node_sum)[MPIOPT_NODE_REASONS], const char *scope)
 {
     uint64_t all = 0, taken_all = 0;
     int any = 0;
@@ -126,6 +161,7 @@ static void print_table(FILE *out, uint64_t (*sum)[COLUMNS], const char *scope)
     else
         fprintf(out, "mpiopt: %llu of %llu reduction calls ran mpiopt's algorithms\n",
                 (unsigned long long)taken_all, (unsigned long long)all);
+    print_node_lines(out, node_sum);
     fflush(out);
 }
 
@@ -133,18 +169,21 @@ static void print_table(FILE *out, uint64_t (*sum)[COLUMNS], const char *scope)
  * every rank, while MPI still works. */
 static int report_at_finalize(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
-    static uint64_t sum[ENTRIES][COLUMNS];
+    static uint64_t sum[ENTRIES][COLUMNS], node_sum[2][MPIOPT_NODE_REASONS];
     int rank = 0, size = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     if (PMPI_Reduce(counts, sum, ENTRIES * COLUMNS, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD) !=
         MPI_SUCCESS)
         memcpy(sum, counts, sizeof sum);
+    if (PMPI_Reduce(node_counts, node_sum, 2 * MPIOPT_NODE_REASONS, MPI_UINT64_T, MPI_SUM, 0,
+                    MPI_COMM_WORLD) != MPI_SUCCESS)
+        memcpy(node_sum, node_counts, sizeof node_sum);
     printed = 1;
     if (rank == 0) {
         char scope[64];
         snprintf(scope, sizeof scope, "all %d rank%s", size, size == 1 ? "" : "s");
-        print_table(stderr, sum, scope);
+        print_table(stderr, sum, node_sum, scope);
     }
     return MPI_SUCCESS;
 }
@@ -177,5 +216,6 @@ __attribute__((destructor)) static void report_at_exit(void)
         if (v && atoi(v) != 0)
             return;
     }
-    print_table(stderr, counts, "this process only (mpiopt did not see MPI_Init)");
+    print_table(stderr, counts, node_counts,
+                "this process only (mpiopt did not see MPI_Init)");
 }

@@ -48,8 +48,29 @@ typedef enum {
 
 /* 1 while MPIOPT_REPORT asks for the report (read once, when the library is loaded). */
 extern __attribute__((visibility("hidden"))) int mpiopt_report_on;
+
 /* The door of the call this thread is in; reset to C by each count. */
 extern __attribute__((visibility("hidden"))) _Thread_local unsigned char mpiopt_report_door_now;
+
+/* Why the shared_memory algorithm could not take a call whole (node_window.c): the same on every
+ * rank of the communicator (they agree on the least). */
+typedef enum {
+    MPIOPT_NODE_NO_CONTEXT_ID,  /* MPIOPT_SHM_COMMS communicators have windows, or no split */
+    MPIOPT_NODE_BUDGET,         /* the node's shared-memory budget is spent */
+    MPIOPT_NODE_NO_ROOM,        /* /dev/shm has no room for it */
+    MPIOPT_NODE_ALLOC_FAILED,   /* the MPI could not allocate the window */
+    MPIOPT_NODE_REASONS
+} mpiopt_node_reason;
+
+void mpiopt_report_count_node(int pieces, mpiopt_node_reason why);
+
+/* One call shared_memory ran by message passing (no window: pieces = 0), or a large one it took
+ * in pieces through the small buffers (no stages: pieces = 1). */
+static inline void mpiopt_report_node(int pieces, mpiopt_node_reason why)
+{
+    if (__builtin_expect(mpiopt_report_on, 0))
+        mpiopt_report_count_node(pieces, why);
+}
 
 static inline void mpiopt_report_door(mpiopt_door door)
 {

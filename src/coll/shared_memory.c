@@ -49,6 +49,7 @@
 #include <string.h>
 #include "coll.h"
 #include "node_window.h"
+#include "report.h"
 
 /* allreduce pieces of this size and up are reduce-scattered: below, the second round of
  * cache-line handovers costs more than the reduction it shares out */
@@ -234,8 +235,13 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     int rc;
     if (c->record || per_piece == 0 || c->size < 2)
         return MPI_SUCCESS;
-    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS || !w->usable)
+    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS)
         return rc;
+    if (!w->usable) {
+        if (w->why_unusable >= 0)
+            mpiopt_report_node(0, (mpiopt_node_reason)w->why_unusable);
+        return rc;
+    }
     *done = 1;
     const char *in = c->src ? c->src : buf;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -82,12 +83,30 @@ def test_as_many_live_communicators_as_the_vendor_alone(flavour):
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_a_smaller_budget_is_kept_and_results_stay_exact(flavour):
     """MPIOPT_SHM_NODE_BYTES=8 MiB, shared_memory forced, 1 MiB calls: fewer windows, some
-    communicators on the message-passing algorithms, every result exact."""
+    communicators on the message-passing algorithms, every result exact, and MPIOPT_REPORT says
+    why."""
     env = {"MPIOPT_SHM_NODE_BYTES": str(8 * MiB), "MPIOPT_ALLREDUCE": "shared_memory",
-           "MPIOPT_REDUCE": "shared_memory"}
+           "MPIOPT_REDUCE": "shared_memory", "MPIOPT_REPORT": "1"}
     vendor = passed(many_comms(flavour, 2, "live", 40, MiB, preload=False), "vendor alone")
-    mine = passed(many_comms(flavour, 2, "live", 40, MiB, env=env), "drop-in, 8 MiB budget")
+    run = many_comms(flavour, 2, "live", 40, MiB, env=env)
+    mine = passed(run, "drop-in, 8 MiB budget")
     assert mine["shm"] - vendor["shm"] <= 8 * MiB, (mine, vendor)
+    assert re.search(r"shared_memory ran message passing instead of shared memory for \d+ calls: "
+                     r"shared-memory budget spent \d+", run[0].stderr), run[0].stderr[-2000:]
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_the_window_count_cap_keeps_context_ids(flavour):
+    """MPIOPT_SHM_COMMS=4: the 5th communicator on gets no window (each takes a context id), runs
+    message passing with exact results, and MPIOPT_REPORT names "no context id"."""
+    env = {"MPIOPT_SHM_COMMS": "4", "MPIOPT_ALLREDUCE": "shared_memory",
+           "MPIOPT_REDUCE": "shared_memory", "MPIOPT_REPORT": "1"}
+    run = many_comms(flavour, 2, "live", 20, 4096, env=env)
+    passed(run, "drop-in, 4 windows")
+    m = re.search(r"ran message passing instead of shared memory for (\d+) calls: "
+                  r"no context id \(MPIOPT_SHM_COMMS\) (\d+)", run[0].stderr)
+    # 16 communicators without a window, 2 ranks, 3 calls each (the world's last reduces aside)
+    assert m and int(m.group(2)) >= 16 * 2 * 3, run[0].stderr[-2000:]
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
@@ -120,8 +139,12 @@ def test_a_64_MB_dev_shm_finishes_what_the_vendor_finishes(flavour):
     for algorithm in ("auto", "shared_memory"):
         env = {} if algorithm == "auto" else {"MPIOPT_ALLREDUCE": algorithm,
                                               "MPIOPT_REDUCE": algorithm}
-        passed(many_comms(flavour, 2, "live", 20, MiB, env=env, wrapper=wrapper),
-               f"drop-in, {algorithm}")
+        # a budget above the room: the room check is what holds, and the report says so
+        env.update(MPIOPT_REPORT="1", MPIOPT_SHM_NODE_BYTES=str(1 << 30))
+        run = many_comms(flavour, 2, "live", 20, MiB, env=env, wrapper=wrapper)
+        passed(run, f"drop-in, {algorithm}")
+        if algorithm == "shared_memory":
+            assert "no room in /dev/shm" in run[0].stderr, run[0].stderr[-2000:]
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
@@ -134,3 +157,26 @@ def test_control_without_the_room_check_a_64_MB_dev_shm_fails(flavour):
                         env={"MPIOPT_SHM_ROOM_CHECK": "0", "MPIOPT_SHM_NODE_BYTES": str(1 << 40),
                              "MPIOPT_ALLREDUCE": "shared_memory", "MPIOPT_REDUCE": "shared_memory"})
     assert r.returncode != 0 or not got or got["failures"], r.stdout[-1500:]
+
+
+def test_bench_footprint_table_and_json(tmp_path):
+    """`mpiopt bench footprint` (the Done-when benchmark): per MPI and count, /dev/shm and RSS of
+    the vendor alone and of the drop-in, from real runs; the drop-in's extra stays within the
+    budget (64 MiB a node) and the JSON agrees with the table's file."""
+    import json
+    flavours = [f for f in mpi.FLAVOURS if mpi.binary(f, "test-plain_many_comms").exists()]
+    if not flavours:
+        pytest.fail("no MPI flavour has test-plain_many_comms built")
+    r = subprocess.run([sys.executable, "-m", "mpiopt", "bench", "footprint",
+                        "--comms", "1,10", "--json", "--results", str(tmp_path)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    doc = json.loads(r.stdout)
+    assert json.loads((tmp_path / "footprint.json").read_text()) == doc
+    assert [d["flavour"] for d in doc["runs"]] == flavours
+    for run in doc["runs"]:
+        assert [row["comms"] for row in run["results"]] == [1, 10]
+        for row in run["results"]:
+            assert row["dropin"]["checks"] == row["vendor"]["checks"] > 0
+            extra = row["dropin"]["shm_bytes"] - row["vendor"]["shm_bytes"]
+            assert extra <= 64 * MiB and extra == pytest.approx(row["extra_shm_per_comm"] * row["comms"])
