@@ -84,6 +84,9 @@ typedef struct {
     int mpi_symbol;     /* --mpi-symbol: the auto column calls MPI_Allreduce / MPI_Reduce */
     int overhead;       /* --overhead: the hand-off cost of the entry points (overhead.c) */
     double time_limit;  /* seconds per message size, 0 = none */
+    int live_comms;     /* --live-comms N: N other communicators alive, each used, first */
+    MPI_Comm comm;      /* the calls' communicator: MPI_COMM_WORLD, or a duplicate made after
+                         * the live ones */
     const type_info *type;
     const op_info *op;
     int ncolumns;

@@ -10,6 +10,24 @@
 #include <strings.h>
 #include "allreduce_bench.h"
 
+/* --live-comms N: N duplicates of MPI_COMM_WORLD, each used as a program would (an 8-byte and a
+ * 64 KiB allreduce, mpiopt's choice), kept alive until the end. */
+static MPI_Comm *make_live_comms(int n)
+{
+    MPI_Comm *comms = calloc((size_t)(n > 0 ? n : 1), sizeof *comms);
+    double *in = calloc(8192, sizeof(double)), *out = calloc(8192, sizeof(double));
+    if (!comms || !in || !out)
+        fail(1, "out of memory for %d communicators", n);
+    for (int i = 0; i < n; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &comms[i]);
+        mpiopt_allreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, comms[i], MPIOPT_ALG_AUTO);
+        mpiopt_allreduce(in, out, 8192, MPI_DOUBLE, MPI_SUM, comms[i], MPIOPT_ALG_AUTO);
+    }
+    free(in);
+    free(out);
+    return comms;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -18,6 +36,9 @@ int main(int argc, char **argv)
 
     options o;
     parse_options(argc, argv, &o);
+    MPI_Comm *live = make_live_comms(o.live_comms);
+    if (o.live_comms > 0)
+        MPI_Comm_dup(MPI_COMM_WORLD, &o.comm);
     if (o.overhead) {
         run_overhead(&o);
         MPI_Finalize();
@@ -80,6 +101,11 @@ int main(int argc, char **argv)
     if (failed_size >= 0)
         fail(1, "DATA VALIDATION ERROR: wrong results at message size %d from: %s", failed_size,
              failed_algorithms);
+    if (o.comm != MPI_COMM_WORLD)
+        MPI_Comm_free(&o.comm);
+    for (int i = 0; i < o.live_comms; i++)
+        MPI_Comm_free(&live[i]);
+    free(live);
     MPI_Finalize();
     return 0;
 }

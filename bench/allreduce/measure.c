@@ -114,13 +114,13 @@ static int call(const options *o, mpiopt_algorithm alg, const void *sendbuf, voi
         return MPI_SUCCESS;
     }
     if (alg == MPIOPT_ALG_AUTO && o->mpi_symbol)   /* through whatever is preloaded in front */
-        return o->reduce ? MPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, MPI_COMM_WORLD)
-                         : MPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, MPI_COMM_WORLD);
+        return o->reduce ? MPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm)
+                         : MPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm);
     if (o->reduce)
-        return alg == MPIOPT_ALG_VENDOR ? PMPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, MPI_COMM_WORLD)
-                                        : mpiopt_reduce(sendbuf, recvbuf, count, t, o->op->op, 0, MPI_COMM_WORLD, alg);
-    return alg == MPIOPT_ALG_VENDOR ? PMPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, MPI_COMM_WORLD)
-                                    : mpiopt_allreduce(sendbuf, recvbuf, count, t, o->op->op, MPI_COMM_WORLD, alg);
+        return alg == MPIOPT_ALG_VENDOR ? PMPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm)
+                                        : mpiopt_reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm, alg);
+    return alg == MPIOPT_ALG_VENDOR ? PMPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm)
+                                    : mpiopt_allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm, alg);
 }
 
 

@@ -78,6 +78,10 @@ static void usage(FILE *out)
           "                                preloaded tool such as libmpiopt-profile.so sees each call\n"
           "      --time-limit SECONDS      stop a size's iterations after about this long (at least 3\n"
           "                                timed ones; for oversubscribed, loaded machines)\n"
+          "      --live-comms N            first make N duplicates of MPI_COMM_WORLD, an 8-byte and a\n"
+          "                                64 KiB allreduce (auto) on each, keep them alive, and\n"
+          "                                measure on a duplicate made after them (what a program\n"
+          "                                with many communicators leaves the next one)\n"
           "  -j, --json                    print one JSON document instead of the table\n"
           "  -h, --help                    this help\n\n"
           "Example:\n"
@@ -240,7 +244,7 @@ static void parse_algorithms(const char *arg, options *o)
 void parse_options(int argc, char **argv, options *o)
 {
     enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
-           OPT_LIST_ALGORITHMS, OPT_OVERHEAD };
+           OPT_LIST_ALGORITHMS, OPT_OVERHEAD, OPT_LIVE_COMMS };
     static const struct option longopts[] = {
         { "message-size", required_argument, 0, 'm' },
         { "iterations", required_argument, 0, 'i' },
@@ -257,6 +261,7 @@ void parse_options(int argc, char **argv, options *o)
         { "mpi-symbol", no_argument, 0, OPT_MPI_SYMBOL },
         { "list-algorithms", no_argument, 0, OPT_LIST_ALGORITHMS },
         { "overhead", no_argument, 0, OPT_OVERHEAD },
+        { "live-comms", required_argument, 0, OPT_LIVE_COMMS },
         { "json", no_argument, 0, 'j' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -267,7 +272,7 @@ void parse_options(int argc, char **argv, options *o)
                     .iterations = DEFAULT_ITERATIONS, .iterations_large = DEFAULT_ITERATIONS_LARGE,
                     .warmup = DEFAULT_WARMUP, .warmup_large = DEFAULT_WARMUP_LARGE,
                     .type = find_type("double"), .op = &OPS[0],
-                    .ncolumns = 1, .columns = { MPIOPT_ALG_AUTO } };
+                    .ncolumns = 1, .columns = { MPIOPT_ALG_AUTO }, .comm = MPI_COMM_WORLD };
     opterr = 0;  /* our own messages, from rank 0 only */
     int c;
     while ((c = getopt_long(argc, argv, ":m:i:x:fT:ca:jh", longopts, NULL)) != -1) {
@@ -302,6 +307,11 @@ void parse_options(int argc, char **argv, options *o)
         case OPT_MPI_SYMBOL: o->mpi_symbol = 1; break;
         case OPT_LIST_ALGORITHMS: list = 1; break;
         case OPT_OVERHEAD: o->overhead = 1; break;
+        case OPT_LIVE_COMMS:
+            if (parse_int(optarg, 0, 100000, &v))
+                fail(1, "bad --live-comms '%s' (expected an integer from 0 to 100000)", optarg);
+            o->live_comms = (int)v;
+            break;
         case OPT_TIME_LIMIT: {
             char *end;
             o->time_limit = strtod(optarg, &end);

@@ -127,8 +127,8 @@ void print_json_header(const options *o)
     int len = 0;
     MPI_Get_library_version(version, &len);
     version[strcspn(version, "\n")] = 0;  /* MPICH prints pages of configure options */
-    printf("{\"benchmark\": \"mpiopt-allreduce\", \"operation\": \"%s\", \"ranks\": %d, ",
-           o->reduce ? "reduce" : "allreduce", nranks);
+    printf("{\"benchmark\": \"mpiopt-allreduce\", \"operation\": \"%s\", \"ranks\": %d, "
+           "\"live_comms\": %d, ", o->reduce ? "reduce" : "allreduce", nranks, o->live_comms);
     printf("\"datatype\": \"%s\", \"op\": \"%s\", \"validation\": %s, \"mpi_library\": ",
            o->type->mpi_name, o->op->mpi_name, o->validate ? "true" : "false");
     print_json_string(version);

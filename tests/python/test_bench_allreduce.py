@@ -124,6 +124,20 @@ def test_validation_passes_for_every_algorithm(flavour, extra):
 
 
 @needs_build
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_on_a_communicator_made_after_many_live_ones(flavour):
+    """--live-comms 40: every algorithm still exact on the communicator made after 40 others that
+    hold windows and stages (the node's budgets spent: the fallbacks run), and the document says
+    which communicator it measured."""
+    r = bench(flavour, 3, "-m", "8:1048576", "-i", "2", "-x", "0", "-a", "all", "-c", "--json",
+              "--live-comms", "40")
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["live_comms"] == 40
+    assert doc["results"] and all(row["valid"] is True and row["errors"] == 0 for row in doc["results"])
+
+
+@needs_build
 @pytest.mark.parametrize("args, message", [
     (["-m", "0"], "bad message size"),
     (["-m", "64:8"], "larger than the maximum"),
@@ -134,6 +148,7 @@ def test_validation_passes_for_every_algorithm(flavour, extra):
     (["--algorithms", "ring,ring"], "repeated"),
     (["--op", "xor"], "unknown op"),
     (["--no-such-option"], "unknown option"),
+    (["--live-comms", "-1"], "bad --live-comms"),
     (["stray"], "unexpected argument"),
 ])
 def test_bad_options_fail_with_a_message(args, message):

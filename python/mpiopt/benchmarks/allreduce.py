@@ -112,7 +112,7 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", reduce: bool = False,
             validate: bool = False, time_limit: float = 0, timeout: float = 900,
-            env: dict | None = None) -> dict:
+            env: dict | None = None, live_comms: int = 0) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results"); `env`: the
     ranks' environment (default this process's)."""
     argv = [mpi.binary(flavour, BENCH_BINARY), "-m", ",".join(map(str, sorted(sizes))),
@@ -121,6 +121,8 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             "--algorithms", columns, "--json"]
     if time_limit > 0:
         argv += ["--time-limit", time_limit]
+    if live_comms > 0:
+        argv += ["--live-comms", live_comms]
     if reduce:
         argv.append("--reduce")
     if validate:
@@ -269,6 +271,10 @@ def add_arguments(p) -> None:
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the hand-off overhead measurement (mpiopt-allreduce --overhead)")
     p.add_argument("--validate", action="store_true", help="also check every result (-c)")
+    p.add_argument("--live-comms", type=int, default=0, metavar="N",
+                   help="measure on a communicator made after N others are alive, each used by an "
+                   "8-byte and a 64 KiB allreduce (what the node's budgets leave it; default 0: "
+                   "MPI_COMM_WORLD)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="run the whole sweep N times, interleaved (every MPI, operation and "
                         "process count once, then again); a size's figures are the medians over "
@@ -296,6 +302,8 @@ def _check_args(args) -> tuple[list[str], list[int], list[int]]:
     check_counts(args)
     if getattr(args, "repeat", 1) < 1:
         raise UsageError("--repeat must be at least 1")
+    if getattr(args, "live_comms", 0) < 0:
+        raise UsageError("--live-comms must be 0 or more")
     ranks = parse_ranks(args.np)
     sizes = parse_sizes(args.sizes, minimum=1)
     if len(sizes) > MAX_SIZES:
@@ -402,7 +410,8 @@ def run(args) -> int:
                             doc = measure(flavour, np, sizes, sweep_columns(args.algorithms, operation),
                                           args.iterations, args.warmup,
                                           args.iterations_large, args.warmup_large, args.type, args.op,
-                                          operation == "reduce", args.validate, args.time_limit)
+                                          operation == "reduce", args.validate, args.time_limit,
+                                          live_comms=getattr(args, "live_comms", 0))
                             doc["oversubscribed"] = oversubscribed(np)
                             doc["cores"] = os.cpu_count() or 1
                             runs.setdefault((flavour, operation, np), []).append(doc)
@@ -466,6 +475,8 @@ def print_table(console, doc: dict) -> None:
     if doc.get("repetitions"):
         note = (f"; medians of {doc['repetitions']} runs (vendor/auto: the median of each run's "
                 f"own ratio)") + note
+    if doc.get("live_comms"):
+        note = f"; on a communicator made after {doc['live_comms']} others alive" + note
     table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
                   f"latency (us), OSU's figure: every rank's mean averaged over the ranks, a barrier "
                   f"before each call{note}", title_justify="left")
