@@ -3,13 +3,12 @@ through the C benchmark `mpiopt-iallreduce` (the sweep's options, flavours and l
 allreduce.py's)."""
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 from .. import algorithms, mpi
 from ..console import console as report_console
 from ..units import size_label
+from . import save_document
 from .allreduce import NONBLOCKING_BINARY, by_size, oversubscribed, run_json
 
 
@@ -80,15 +79,10 @@ def run_nonblocking(args, flavours: list[str], ranks: list[int], sizes: list[int
                 progress.advance(task)
     if not docs:
         return 1
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    path = results / "allreduce_nonblocking.json"
     headlines = [h for h in map(nonblocking_headline, docs) if h]
-    out = {"runs": docs, "headline": headlines, "files": [str(path)], "errors": failures}
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(out, indent=1))
-    else:
+    path = save_document(args, "allreduce_nonblocking.json",
+                         {"runs": docs, "headline": headlines, "errors": failures})
+    if not args.json:
         for doc in docs:
             print_nonblocking_table(console, doc)
         for h in headlines:

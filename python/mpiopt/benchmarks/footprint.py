@@ -5,11 +5,10 @@ reduce, every result checked. The program is tests/c/plain_many_comms.c (an unmo
 program), run with and without LD_PRELOAD in turn."""
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 from .. import mpi
+from . import save_document
 from ..console import console as report_console
 from ..errors import UsageError
 from ..units import parse_size, size_label
@@ -86,14 +85,8 @@ def run(args) -> int:
             except RuntimeError as e:
                 failures.append(str(e))
                 console.print(f"[red]error:[/red] {e}")
-    results = Path(args.results)
-    results.mkdir(parents=True, exist_ok=True)
-    path = results / "footprint.json"
-    out = {"runs": docs, "files": [str(path)], "errors": failures}
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    if args.json:
-        print(json.dumps(out, indent=1))
-    else:
+    path = save_document(args, "footprint.json", {"runs": docs, "errors": failures})
+    if not args.json:
         for doc in docs:
             print_table(console, doc)
         console.print(f"files: {path}")
