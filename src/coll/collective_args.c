@@ -98,7 +98,13 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         return MPI_SUCCESS;
     }
     /* a nonblocking call may not block to make the communicator's record (common.c): where it
-     * has none, the vendor takes it (the same on every rank: records are made collectively) */
+     * has none, the vendor takes it (the same on every rank: records are made collectively). So
+     * every blocking call makes it, also one the vendor then runs (once a communicator: this is
+     * the uncached path), for the nonblocking calls that follow: a communicator made by a
+     * constructor mpiopt does not see (Open MPI's Fortran MPI_COMM_DUP) would otherwise leave
+     * them to the vendor's libnbc, which crashed when the program freed it before the wait. */
+    if (!nonblocking && plan->algorithm == MPIOPT_ALG_VENDOR)
+        mpiopt_private_prepare(comm);
     if (nonblocking && plan->algorithm != MPIOPT_ALG_VENDOR && plan->p > 1 &&
         !mpiopt_private_exists(comm)) {
         plan->algorithm = MPIOPT_ALG_VENDOR;
