@@ -2,7 +2,7 @@
  *
  * Layers: allreduce.c / reduce.c check arguments and hand over to the algorithm select.c names;
  * each algorithm file works on a contiguous buffer through an mpiopt_coll context, using only
- * PMPI point-to-point calls on mpiopt's own communicator and the reduction helpers below. The result
+ * PMPI point-to-point calls on mpiopt's communicator and the reduction helpers below. The result
  * lands in the buffer; this rank's contribution is either in it already or, for the algorithms
  * that read it where the caller left it, in c->src.
  * Nothing here knows about LD_PRELOAD (src/interpose/) or kernel internals (src/kernels/). */

@@ -34,7 +34,7 @@ int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype
 /* The checks and the selection both operations share (for a call the plan cache does not know).
  * is_reduce: root is checked too. Returns MPI_ERR_ARG for an algorithm argument out of range,
  * the class of a bad argument (mpiopt_check_arguments), an MPI error if the context of mpiopt's
- * algorithm cannot be made (the private communicator), else MPI_SUCCESS with *plan set, and
+ * algorithm cannot be made (the communicator's record), else MPI_SUCCESS with *plan set, and
  * remembers the plan where it can. The caller raises an error (mpiopt_raise). nonblocking = 1
  * for the nonblocking and persistent calls, which must not block (mpiopt_coll_init). */
 int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,

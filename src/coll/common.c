@@ -1,4 +1,4 @@
-/* What every algorithm shares: the private communicator, the call context, and the ways of
+/* What every algorithm shares: mpiopt's communicator and tags, the call context, and the ways of
  * applying the op: in place with the left or the right operand in the result buffer, or into a
  * third buffer (so that the caller's input is read where it is instead of copied first). */
 #include <pthread.h>

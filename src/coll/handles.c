@@ -6,9 +6,10 @@
  * (every MPI_Test, every MPI_Start of a persistent request), must do the same, or it sends on a
  * freed communicator and jumps into a freed op (MPICH's nonblocking3 test at np 2 under Open MPI
  * did, issue 21). What a schedule holds, and who lets go:
- *   communicator  the private duplicate it sends on, by reference count (common.c); the user
- *                 communicator's delete callback drops the program's reference, the last
- *                 schedule drops the last one and frees the duplicate. Works whatever binding
+ *   communicator  mpiopt's record of it (its tags on the communicator it sends on), by
+ *                 reference count (common.c); the user communicator's delete callback drops
+ *                 the program's reference, the last schedule drops the last one and gives
+ *                 back the tags. Works whatever binding
  *                 the program frees through (C, Fortran, mpi_f08, MPI_Comm_disconnect).
  *   datatype      a derived datatype is duplicated (MPI_Type_dup) into the schedule, which frees
  *                 its copy when it is freed: the program's MPI_Type_free then touches nothing of

@@ -6,12 +6,12 @@
 
 /* What one schedule holds. */
 typedef struct {
-    mpiopt_private_comm *comm;  /* a reference to the private communicator, or NULL */
+    mpiopt_private_comm *comm;  /* a reference to mpiopt's record of the communicator, or NULL */
     MPI_Datatype type;          /* the schedule's own duplicate of a derived datatype, or NULL */
     MPI_Op op;                  /* a user-defined op whose free waits for us, or MPI_OP_NULL */
 } mpiopt_held;
 
-/* Takes hold of what a schedule recorded for c on user_comm needs: the private communicator (and
+/* Takes hold of what a schedule recorded for c on user_comm needs: the communicator's record (and
  * sets c->tag to the schedule's tag when c has one), a duplicate of c->datatype if it is derived
  * (c->datatype then names the duplicate), and c->op if user-defined. With MPIOPT_DEFER_FREES=0
  * (the tests' control) nothing is held: the program's frees act at once, as they did before. */

@@ -32,7 +32,7 @@
  * allreduce, binomial for the reduce), as does a call whose node layout is not known yet (a
  * nonblocking call that is the communicator's first, see node_layout.c).
  *
- * Everything is point-to-point on the private communicator, so nonblocking and persistent calls
+ * Everything is point-to-point on mpiopt's communicator, so nonblocking and persistent calls
  * record it into a schedule like every other algorithm. */
 #include <stdlib.h>
 #include "coll.h"

@@ -1,6 +1,6 @@
 /* Which ranks of a communicator share a node, for the node-aware algorithm (hierarchical.c).
  *
- * Found once per communicator and kept with its private duplicate (common.c frees it with that):
+ * Found once per communicator and kept with mpiopt's record of it (common.c frees it with that):
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) groups the ranks of each node, the lowest rank of
  * each group names its node, and an allgather of those names gives every rank the whole layout.
  * Nodes need not hold the same number of ranks, nor consecutive ranks (a round-robin placement).

@@ -100,7 +100,7 @@ static int start(const call *a, mpiopt_algorithm algorithm, MPI_Request *request
 {
     mpiopt_call_plan plan;
     int rc;
-    if (vendor_only()) {    /* checked, and nothing of mpiopt's made (no private communicator) */
+    if (vendor_only()) {    /* checked, and nothing of mpiopt's made (no communicator record) */
         static int said;
         int rank = 0;
         if (!said && mpiopt_verbose() && PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == MPI_SUCCESS &&

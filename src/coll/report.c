@@ -30,7 +30,8 @@ static const char *const reasons[MPIOPT_WHY_COUNT] = {
     [MPIOPT_WHY_INTERCOMM] = "intercommunicator",
     [MPIOPT_WHY_DATATYPE] = "datatype (derived with holes, or no kernel)",
     [MPIOPT_WHY_ALGORITHM] = "op or count the forced algorithm cannot take",
-    [MPIOPT_WHY_NO_PRIVATE_COMM] = "no record of the communicator yet (made by its constructor or a blocking call)",
+    [MPIOPT_WHY_NO_PRIVATE_COMM] =
+        "no record of the communicator yet (made by its constructor or a blocking call)",
     [MPIOPT_WHY_NONBLOCKING_OFF] = "MPIOPT_NONBLOCKING=0",
     [MPIOPT_WHY_LARGE_COUNT] = "count > INT_MAX",
     [MPIOPT_WHY_USER_OP] = "user-defined op",

@@ -1,7 +1,7 @@
 /* Shared-memory allreduce and reduce for small messages on one node (the case codes call millions
  * of times: dot products, norms, time-step minima). Every rank copies its input into a buffer of
  * its slot in a window the communicator's ranks share (MPI_Win_allocate_shared, made at the first
- * call and kept with the private communicator, within the node's budget: node_window.c),
+ * call and kept with mpiopt's record of the communicator, within the node's budget: node_window.c),
  * publishes the call's number in that buffer's header, waits until every rank has published it,
  * and then reduces the p inputs itself, the same operands in the same order on every rank:
  * recursive doubling's (so every rank holds the same bits, those of recursive doubling, and a
