@@ -116,7 +116,7 @@ int mpiopt_node_window_free(mpiopt_node_window *w);
 int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out);
 void mpiopt_node_layout_free(mpiopt_node_layout *layout);
 /* The ranks of c's communicator on this node (MPI_Comm_split_type, collective), as a communicator
- * whose errors come back as codes, also those of the split itself. */
+ * whose errors come back as codes, also those of the split itself (then *node = MPI_COMM_NULL). */
 int mpiopt_node_comm(const mpiopt_coll *c, MPI_Comm *node);
 
 /* Raises error code rc (not MPI_SUCCESS) through comm's error handler, as the vendor would, and

@@ -134,8 +134,12 @@ int mpiopt_node_comm(const mpiopt_coll *c, MPI_Comm *node)
     rc = PMPI_Comm_split_type(c->user_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, node);
     PMPI_Comm_set_errhandler(c->user_comm, programs);
     PMPI_Errhandler_free(&programs);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Comm_set_errhandler(*node, MPI_ERRORS_RETURN);
+    if (rc != MPI_SUCCESS) {
+        *node = MPI_COMM_NULL;
+        return rc;
+    }
+    if ((rc = PMPI_Comm_set_errhandler(*node, MPI_ERRORS_RETURN)) != MPI_SUCCESS)
+        PMPI_Comm_free(node);   /* sets it to MPI_COMM_NULL */
     return rc;
 }
 

@@ -175,29 +175,16 @@ static void say_fallback(const mpiopt_coll *c, const char *what, const char *why
                 what, why);
 }
 
-/* The ranks of c on this node (mpiopt_node_comm: an MPI that cannot allocate a window says so to
- * mpiopt, which falls back, not to the program's error handler); freed once the window is made:
- * the window keeps what it needs. */
-static int node_comm(const mpiopt_coll *c, MPI_Comm *node, int *node_size)
+/* A shared window of `bytes` a rank over node, c's ranks, all on this node, in c's order (the
+ * split keeps it), from mpiopt_node_comm (an MPI that cannot allocate says so to mpiopt, which
+ * falls back, not to the program's error handler); collective: *mine this rank's part, all[r]
+ * rank r's as mapped here (an array of c->size pointers), every page of *mine touched now by its
+ * owner (so it is on the owner's NUMA node, no call pays the first-use page faults, and no page
+ * is first touched on a full tmpfs later: SIGBUS). The window keeps what it needs of node. */
+static int allocate_shared(const mpiopt_coll *c, MPI_Comm node, size_t bytes, void *mine,
+                           void *all, MPI_Win *win)
 {
-    int rc = mpiopt_node_comm(c, node);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Comm_size(*node, node_size);
-    return rc;
-}
-
-/* A shared window of `bytes` a rank over c's ranks, all on this node (collective): *mine this
- * rank's part, all[r] rank r's as mapped here (an array of c->size pointers), every page of
- * *mine touched now by its owner (so it is on the owner's NUMA node, no call pays the first-use
- * page faults, and no page is first touched on a full tmpfs later: SIGBUS). */
-static int allocate_shared(const mpiopt_coll *c, size_t bytes, void *mine, void *all, MPI_Win *win)
-{
-    MPI_Comm node;
-    int node_size, rc = node_comm(c, &node, &node_size);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    /* the node's ranks in c's order: c's ranks are all on it, and the split keeps their order */
-    rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, node, mine, win);
+    int rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, node, mine, win);
     for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
         MPI_Aint size;
         int disp;
@@ -205,7 +192,6 @@ static int allocate_shared(const mpiopt_coll *c, size_t bytes, void *mine, void 
     }
     if (rc == MPI_SUCCESS)
         memset(*(void **)mine, 0, bytes);
-    PMPI_Comm_free(&node);
     return rc;
 }
 
@@ -223,6 +209,24 @@ static const char *const cannot_why[] = {
     [MPIOPT_NODE_BUDGET] = "shared-memory budget spent",
     [MPIOPT_NODE_NO_ROOM] = "no room in " SHM_DIRECTORY,
     [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it"};
+
+/* w gets no window (every rank of c comes here alike): why, said under MPIOPT_VERBOSE. */
+static void no_window(const mpiopt_coll *c, node_window *w, int why)
+{
+    w->usable = 0;
+    w->why_unusable = why;
+    say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[why]);
+}
+
+/* w gets no stages: why, said, and counted for this call (MPIOPT_REPORT). */
+static int no_stages(const mpiopt_coll *c, node_window *w, int why)
+{
+    w->stages = 0;
+    w->why_no_stages = why;
+    say_fallback(c, "large calls in pieces through the small buffers", cannot_why[why]);
+    mpiopt_report_node(1, (mpiopt_node_reason)why);
+    return 0;
+}
 
 /* The window of c's communicator, made by the first call on it (collective: every rank makes
  * this call) and kept where c->node_window points, in the communicator's record, which frees it
@@ -248,10 +252,10 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     }
     w->stage_win = MPI_WIN_NULL;
     w->why_unusable = w->why_no_stages = -1;
-    MPI_Comm node;
+    MPI_Comm node = MPI_COMM_NULL;
     int node_size = 0;
-    if (node_comm(c, &node, &node_size) == MPI_SUCCESS)
-        PMPI_Comm_free(&node);
+    if (mpiopt_node_comm(c, &node) == MPI_SUCCESS)
+        PMPI_Comm_size(node, &node_size);
     else    /* no node communicator (no context id left): no window */
         w->why_unusable = MPIOPT_NODE_NO_CONTEXT_ID;
     rc = MPI_SUCCESS;
@@ -269,23 +273,20 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
             can = MPIOPT_NODE_NO_ROOM;
         rc = agree_min(c, can, &all);
         w->usable = rc == MPI_SUCCESS && all == CAN;
-        if (rc == MPI_SUCCESS && all < CAN) {
-            w->why_unusable = (int)all;
-            say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[all]);
-        }
+        if (rc == MPI_SUCCESS && all < CAN)
+            no_window(c, w, (int)all);
     }
     if (w->usable && rc == MPI_SUCCESS) {
-        rc = allocate_shared(c, sizeof(slot), &w->mine, w->all, &w->win);
+        rc = allocate_shared(c, node, sizeof(slot), &w->mine, w->all, &w->win);
         uint64_t made;
-        if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
-            /* the ranks that have it keep it unused (a rank whose MPI refused would not free it
-             * with the others) */
-            w->why_unusable = MPIOPT_NODE_ALLOC_FAILED;
-            say_fallback(c, "recursive doubling / Rabenseifner", cannot_why[w->why_unusable]);
-            w->usable = 0;
-            rc = MPI_SUCCESS;
-        }
+        /* the ranks that have it keep it unused (a rank whose MPI refused would not free it
+         * with the others) */
+        if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made)
+            no_window(c, w, MPIOPT_NODE_ALLOC_FAILED);
+        rc = MPI_SUCCESS;
     }
+    if (node != MPI_COMM_NULL)
+        PMPI_Comm_free(&node);
     if (w->usable) {
         __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
         w->small.writable_until = SMALL_BUFFERS - 1;
@@ -341,30 +342,23 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     int rc = agree_min(c, want, &w->stages);
     if (rc == MPI_SUCCESS && w->stages == 0)
         rc = agree_min(c, why, &why);
-    if (rc != MPI_SUCCESS || w->stages == 0) {
-        w->stages = 0;
-        w->why_no_stages = why < CAN ? (int)why : MPIOPT_NODE_BUDGET;
-        say_fallback(c, "large calls in pieces through the small buffers",
-                     cannot_why[w->why_no_stages]);
-        mpiopt_report_node(1, (mpiopt_node_reason)w->why_no_stages);
-        return 0;
-    }
+    if (rc != MPI_SUCCESS || w->stages == 0)
+        return no_stages(c, w, why < CAN ? (int)why : MPIOPT_NODE_BUDGET);
     size_t bytes = w->stages * sizeof(stage);
+    MPI_Comm node = MPI_COMM_NULL;
     rc = (w->all_stages = calloc((size_t)c->size, sizeof *w->all_stages)) ? MPI_SUCCESS
                                                                              : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
-        rc = allocate_shared(c, bytes, &w->my_stages, w->all_stages, &w->stage_win);
+        rc = mpiopt_node_comm(c, &node);
+    if (rc == MPI_SUCCESS)
+        rc = allocate_shared(c, node, bytes, &w->my_stages, w->all_stages, &w->stage_win);
+    if (node != MPI_COMM_NULL)
+        PMPI_Comm_free(&node);
     /* all ranks made it, or none uses it (a rank whose MPI refused would not free it with the
      * others: the ones that have it keep it unused until the communicator goes) */
     uint64_t made;
-    if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made) {
-        w->stages = 0;
-        w->why_no_stages = MPIOPT_NODE_ALLOC_FAILED;
-        say_fallback(c, "large calls in pieces through the small buffers",
-                     cannot_why[w->why_no_stages]);
-        mpiopt_report_node(1, MPIOPT_NODE_ALLOC_FAILED);
-        return 0;
-    }
+    if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made)
+        return no_stages(c, w, MPIOPT_NODE_ALLOC_FAILED);
     pthread_mutex_lock(&live_lock);
     held_here += bytes;
     stages_here += bytes;
