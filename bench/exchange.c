@@ -7,7 +7,7 @@
  * runs on, one (α, β) per pattern:
  *   step k   group member g swaps with g XOR 2^k (recursive doubling, Rabenseifner's halving and
  *            doubling), with the same fold of p - 2^floor(log2 p) surplus ranks as those
- *            algorithms (src/coll/halving_doubling.c): members are ranks 2i+1 for i < surplus,
+ *            algorithms (src/coll/algorithms/halving_doubling.c): members are ranks 2i+1 for i < surplus,
  *            then rank i + surplus
  *   fold     rank 2i sends to rank 2i+1 for i < surplus (the fold itself)
  *   ring     every rank sends to rank+1 and receives from rank-1 (the ring algorithm)

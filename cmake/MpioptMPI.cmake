@@ -9,7 +9,7 @@
 #   MPIOPT_MPIEXEC     the launcher of that same MPI (for ctest)
 #
 # The flavour matters to mpiopt because Open MPI and the MPICH family have different ABIs and
-# different run-time quirks (src/coll/select.c); Intel MPI, MVAPICH and Cray MPICH are MPICH
+# different run-time quirks (src/coll/select/select.c); Intel MPI, MVAPICH and Cray MPICH are MPICH
 # underneath, so they build and behave as flavour `mpich`.
 
 include(CheckCSourceCompiles)

@@ -58,7 +58,7 @@ int mpiopt_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype
 int mpiopt_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, int root, MPI_Comm comm, mpiopt_algorithm algorithm);
 
-/* ---- nonblocking and persistent allreduce / reduce (src/coll/nonblocking.c, requests.c) ----
+/* ---- nonblocking and persistent allreduce / reduce (src/coll/entry/nonblocking.c, requests.c) ----
  * As MPI_Iallreduce, MPI_Ireduce and MPI-4's MPI_Allreduce_init, MPI_Reduce_init, with the
  * algorithm chosen as for the blocking calls (or the vendor's own call where those would use
  * it). mpiopt's algorithm runs as a schedule: the blocking algorithm recorded once as its posts,
@@ -79,6 +79,27 @@ int mpiopt_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Dat
 int mpiopt_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                        MPI_Op op, int root, MPI_Comm comm, MPI_Info info,
                        mpiopt_algorithm algorithm, MPI_Request *request);
+
+/* ---- scan and exscan (src/coll/entry/scan.c) ----
+ * As MPI_Scan, MPI_Exscan and their nonblocking and persistent forms: mpiopt's recursive doubling
+ * (algorithm MPIOPT_ALG_AUTO or MPIOPT_ALG_RECURSIVE_DOUBLING; it keeps rank order, so every op),
+ * or the vendor's call (MPIOPT_ALG_VENDOR, MPIOPT_SCAN / MPIOPT_EXSCAN=vendor, and what mpiopt
+ * cannot take). */
+int mpiopt_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm, mpiopt_algorithm algorithm);
+int mpiopt_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm);
+int mpiopt_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request);
+int mpiopt_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request);
+int mpiopt_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                     MPI_Request *request);
+int mpiopt_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                       MPI_Request *request);
+
 /* MPI_Wait, MPI_Test, MPI_Waitall, … for requests of any kind. */
 int mpiopt_request_wait(MPI_Request *request, MPI_Status *status);
 int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status);
@@ -104,7 +125,7 @@ int mpiopt_request_get_status(MPI_Request request, int *flag, MPI_Status *status
  * vendor's PMPI_Barrier. See src/coll/p2p.c. */
 int mpiopt_barrier(MPI_Comm comm);
 
-/* ---- the cost model (src/coll/cost_model.c), shared by `auto` selection and `mpiopt model` ----
+/* ---- the cost model (src/coll/algorithms/cost_model.c), shared by `auto` selection and `mpiopt model` ----
  * Hockney/Rabenseifner model: a message of m bytes costs alpha + m*beta, reducing m bytes costs
  * m*gamma.
  *

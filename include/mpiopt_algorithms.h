@@ -1,13 +1,13 @@
 /* The one list of mpiopt's allreduce/reduce algorithms (docs/collectives.md, "Adding an
  * algorithm"). The public enum (MPIOPT_ALG_AUTO, MPIOPT_ALG_VENDOR, then MPIOPT_ALG_<ID> for
- * each row below, in order), the internal registry (src/coll/algorithms.c: functions, names,
+ * each row below, in order), the internal registry (src/coll/algorithms/registry.c: functions, names,
  * restrictions), selection, the cost model, the tuning file, the benchmarks' --algorithms and
  * the Python layer (`mpiopt-allreduce --list-algorithms --json`) are all made from it.
  *
  * MPIOPT_SELECTOR_LIST: the two choices that are not algorithms of mpiopt's own.
  *   X(ID, name, short_label)
  * MPIOPT_ALGORITHM_LIST: one row per algorithm; its file defines mpiopt_allreduce_<name>,
- * mpiopt_reduce_<name> and mpiopt_cost_<name> (src/coll/coll.h declares them from this list).
+ * mpiopt_reduce_<name> and mpiopt_cost_<name> (src/coll/algorithms/algorithms.h declares them from this list).
  *   X(ID, name, short_label, flags, min_count)
  * flags: MPIOPT_KEEPS_ORDER   reduces in rank order, so it also serves non-commutative ops
  *        MPIOPT_READS_SRC     its allreduce reads this rank's input where the caller left it

@@ -213,3 +213,10 @@ int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op)
         return 0;   /* a user-defined op: mpiopt's algorithms call it through PMPI_Reduce_local */
     return !mpiopt_find_kernel(datatype, op, &k);
 }
+
+int mpiopt_predefined_op(MPI_Op op)
+{
+    return op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||
+           op == MPI_LOR || op == MPI_LXOR || op == MPI_BAND || op == MPI_BOR || op == MPI_BXOR ||
+           op == MPI_MAXLOC || op == MPI_MINLOC || op == MPI_REPLACE || op == MPI_NO_OP;
+}

@@ -25,4 +25,7 @@ int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k);
  * mpiopt's algorithms apply them through PMPI_Reduce_local. */
 int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op);
 
+/* 1 for the ops the standard predefines (never freed). */
+int mpiopt_predefined_op(MPI_Op op);
+
 #endif

@@ -75,12 +75,16 @@ typedef struct {
 
 #define MAX_LISTED_SIZES 64
 
+/* The collective measured: --reduce (to root 0), --scan, --exscan, else MPI_Allreduce. */
+typedef enum { BENCH_ALLREDUCE, BENCH_REDUCE, BENCH_SCAN, BENCH_EXSCAN } bench_operation;
+
 typedef struct {
     long long min_size, max_size;
     int nlisted;                            /* -m A,B,C: these sizes instead of doubling */
     long long listed[MAX_LISTED_SIZES];
     int iterations, iterations_large, warmup, warmup_large;
-    int full, validate, json, reduce;
+    int full, validate, json;
+    bench_operation operation;
     int mpi_symbol;     /* --mpi-symbol: the auto column calls MPI_Allreduce / MPI_Reduce */
     int overhead;       /* --overhead: the hand-off cost of the entry points (overhead.c) */
     double time_limit;  /* seconds per message size, 0 = none */

@@ -113,14 +113,27 @@ static int call(const options *o, mpiopt_algorithm alg, const void *sendbuf, voi
         memcpy(recvbuf, sendbuf, (size_t)count * o->type->size);
         return MPI_SUCCESS;
     }
-    if (alg == MPIOPT_ALG_AUTO && o->mpi_symbol)   /* through whatever is preloaded in front */
-        return o->reduce ? MPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm)
-                         : MPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm);
-    if (o->reduce)
-        return alg == MPIOPT_ALG_VENDOR ? PMPI_Reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm)
-                                        : mpiopt_reduce(sendbuf, recvbuf, count, t, o->op->op, 0, o->comm, alg);
-    return alg == MPIOPT_ALG_VENDOR ? PMPI_Allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm)
-                                    : mpiopt_allreduce(sendbuf, recvbuf, count, t, o->op->op, o->comm, alg);
+    MPI_Op op = o->op->op;
+    int mpi = alg == MPIOPT_ALG_AUTO && o->mpi_symbol;  /* through whatever is preloaded in front */
+    int vendor = alg == MPIOPT_ALG_VENDOR;
+    switch (o->operation) {
+    case BENCH_REDUCE:
+        return mpi      ? MPI_Reduce(sendbuf, recvbuf, count, t, op, 0, o->comm)
+               : vendor ? PMPI_Reduce(sendbuf, recvbuf, count, t, op, 0, o->comm)
+                        : mpiopt_reduce(sendbuf, recvbuf, count, t, op, 0, o->comm, alg);
+    case BENCH_SCAN:
+        return mpi      ? MPI_Scan(sendbuf, recvbuf, count, t, op, o->comm)
+               : vendor ? PMPI_Scan(sendbuf, recvbuf, count, t, op, o->comm)
+                        : mpiopt_scan(sendbuf, recvbuf, count, t, op, o->comm, alg);
+    case BENCH_EXSCAN:
+        return mpi      ? MPI_Exscan(sendbuf, recvbuf, count, t, op, o->comm)
+               : vendor ? PMPI_Exscan(sendbuf, recvbuf, count, t, op, o->comm)
+                        : mpiopt_exscan(sendbuf, recvbuf, count, t, op, o->comm, alg);
+    default:
+        return mpi      ? MPI_Allreduce(sendbuf, recvbuf, count, t, op, o->comm)
+               : vendor ? PMPI_Allreduce(sendbuf, recvbuf, count, t, op, o->comm)
+                        : mpiopt_allreduce(sendbuf, recvbuf, count, t, op, o->comm, alg);
+    }
 }
 
 
@@ -140,7 +153,7 @@ int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
     int done = 0;
     double total[MAX_COLUMNS] = { 0 };
     int errors[MAX_COLUMNS] = { 0 };
-    int checks_here = o->validate && (!o->reduce || rank == 0);
+    int checks_here = o->validate && (o->operation == BENCH_ALLREDUCE || rank == 0);
 
     if (!o->validate)
         fill_send(o, sendbuf, count, 0);

@@ -10,7 +10,7 @@
 #include <strings.h>
 #include "allreduce_bench.h"
 #include "../fail.h"
-#include "coll/coll.h"   /* the algorithm registry */
+#include "coll/algorithms/algorithms.h"   /* the algorithm registry */
 
 int rank, nranks;
 
@@ -73,6 +73,7 @@ static void usage(FILE *out)
           "                                (with --json: one JSON document)\n"
           "      --op NAME                 sum (default), prod, max, min\n"
           "      --reduce                  benchmark MPI_Reduce to root 0 instead of MPI_Allreduce\n"
+          "      --scan, --exscan          benchmark MPI_Scan / MPI_Exscan (columns vendor, auto)\n"
           "      --mpi-symbol              the auto column calls MPI_Allreduce / MPI_Reduce (mpiopt's,\n"
           "                                as libmpiopt is linked) instead of mpiopt_allreduce, so a\n"
           "                                preloaded tool such as libmpiopt-profile.so sees each call\n"
@@ -105,11 +106,12 @@ static void list_algorithms(int json)
             printf("%s{\"id\": %d, \"name\": \"%s\", \"short\": \"%s\", \"kind\": \"%s\", "
                    "\"allreduce\": true, \"reduce\": true, \"keeps_order\": %s, "
                    "\"needs_pow2\": %s, \"predefined_op_only\": %s, \"min_count\": %d}",
-                   a ? ",\n  " : "{\"algorithms\": [\n  ", a, x->name, x->short_name, kind,
+                   a ? ",\n  " : "{\"algorithms\": [\n  ", a, mpiopt_algorithm_name(a),
+                   mpiopt_algorithm_short_name(a), kind,
                    keeps ? "true" : "false", pow2 ? "true" : "false", predef ? "true" : "false",
                    x->min_count);
         } else {
-            printf("%-20s %-7s%s%s%s%s\n", x->name, kind,
+            printf("%-20s %-7s%s%s%s%s\n", mpiopt_algorithm_name(a), kind,
                    a == MPIOPT_ALG_AUTO ? "  chosen per call" : keeps ? "  keeps rank order" :
                                                                  "  commutative ops only",
                    pow2 ? ", power-of-two p only" : "", predef ? ", predefined ops only" : "",
@@ -243,7 +245,7 @@ static void parse_algorithms(const char *arg, options *o)
 
 void parse_options(int argc, char **argv, options *o)
 {
-    enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
+    enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_SCAN, OPT_EXSCAN, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
            OPT_LIST_ALGORITHMS, OPT_OVERHEAD, OPT_LIVE_COMMS };
     static const struct option longopts[] = {
         { "message-size", required_argument, 0, 'm' },
@@ -257,6 +259,8 @@ void parse_options(int argc, char **argv, options *o)
         { "algorithms", required_argument, 0, 'a' },
         { "op", required_argument, 0, OPT_OP },
         { "reduce", no_argument, 0, OPT_REDUCE },
+        { "scan", no_argument, 0, OPT_SCAN },
+        { "exscan", no_argument, 0, OPT_EXSCAN },
         { "time-limit", required_argument, 0, OPT_TIME_LIMIT },
         { "mpi-symbol", no_argument, 0, OPT_MPI_SYMBOL },
         { "list-algorithms", no_argument, 0, OPT_LIST_ALGORITHMS },
@@ -303,7 +307,9 @@ void parse_options(int argc, char **argv, options *o)
         case 'f': o->full = 1; break;
         case 'c': o->validate = 1; break;
         case 'j': o->json = 1; break;
-        case OPT_REDUCE: o->reduce = 1; break;
+        case OPT_REDUCE: o->operation = BENCH_REDUCE; break;
+        case OPT_SCAN: o->operation = BENCH_SCAN; break;
+        case OPT_EXSCAN: o->operation = BENCH_EXSCAN; break;
         case OPT_MPI_SYMBOL: o->mpi_symbol = 1; break;
         case OPT_LIST_ALGORITHMS: list = 1; break;
         case OPT_OVERHEAD: o->overhead = 1; break;
@@ -353,6 +359,15 @@ void parse_options(int argc, char **argv, options *o)
         o->iterations_large = (int)iter_large;
     if (warm_large >= 0)
         o->warmup_large = (int)warm_large;
+    if (o->operation >= BENCH_SCAN) {
+        if (o->validate)
+            fail(1, "--validation checks allreduce and reduce results only");
+        for (int k = 0; k < o->ncolumns; k++)
+            if (o->columns[k] != MPIOPT_ALG_AUTO && o->columns[k] != MPIOPT_ALG_VENDOR &&
+                o->columns[k] != MEMCPY_COLUMN)
+                fail(1, "a scan has the columns vendor, auto and memcpy (auto is mpiopt's "
+                        "recursive doubling), not '%s'", column_name(o->columns[k]));
+    }
     if (o->min_size > o->max_size)
         fail(1, "minimum message size %lld is larger than the maximum %lld", o->min_size, o->max_size);
     if (o->max_size / (long long)o->type->size > INT_MAX)

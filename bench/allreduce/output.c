@@ -14,7 +14,14 @@
 
 static const char *label(const options *o)
 {
-    return o->reduce ? "Reduce" : "Allreduce";
+    static const char *const names[] = {"Allreduce", "Reduce", "Scan", "Exscan"};
+    return names[o->operation];
+}
+
+static const char *operation_name(const options *o)
+{
+    static const char *const names[] = {"allreduce", "reduce", "scan", "exscan"};
+    return names[o->operation];
 }
 
 /* Wide enough for "<algorithm>-max(us)": the columns of a row line up with its header. */
@@ -128,7 +135,7 @@ void print_json_header(const options *o)
     MPI_Get_library_version(version, &len);
     version[strcspn(version, "\n")] = 0;  /* MPICH prints pages of configure options */
     printf("{\"benchmark\": \"mpiopt-allreduce\", \"operation\": \"%s\", \"ranks\": %d, "
-           "\"live_comms\": %d, ", o->reduce ? "reduce" : "allreduce", nranks, o->live_comms);
+           "\"live_comms\": %d, ", operation_name(o), nranks, o->live_comms);
     printf("\"datatype\": \"%s\", \"op\": \"%s\", \"validation\": %s, \"mpi_library\": ",
            o->type->mpi_name, o->op->mpi_name, o->validate ? "true" : "false");
     print_json_string(version);

@@ -1,4 +1,4 @@
-"""libmpiopt's cost model from Python: the C function mpiopt_cost_seconds (src/coll/cost_model.c)
+"""libmpiopt's cost model from Python: the C function mpiopt_cost_seconds (src/coll/algorithms/cost_model.c)
 through ctypes, so that `mpiopt model`, `mpiopt simulate` and `mpiopt tune` predict with exactly the
 model that `auto` selects with. Needs a built libmpiopt, no MPI_Init."""
 from __future__ import annotations

@@ -1,12 +1,12 @@
 /* The communicator constructors for LD_PRELOAD: the vendor makes the communicator, then its ranks
- * agree on its tags on mpiopt's shared communicator (coll/common.c), in the same blocking
+ * agree on its tags on mpiopt's shared communicator (coll/engine/context.c), in the same blocking
  * collective, so that a nonblocking reduction that is the first call on it is mpiopt's schedule
  * (which keeps what it needs alive should the program free the communicator before the wait:
  * Open MPI's own crashed then). A communicator made by a constructor not listed here gets its
  * record at its first blocking reduction instead, and its nonblocking ones before that go to the
  * vendor. */
 #include "mpiopt.h"
-#include "coll/coll.h"
+#include "coll/engine/engine.h"
 
 /* The new communicator's record, where the vendor made one (collective over its ranks: those
  * that got MPI_COMM_NULL are not in it). Its failure is not the program's: it only leaves the

@@ -1,13 +1,13 @@
 /* MPI_Init / MPI_Init_thread for LD_PRELOAD.
  * - Every MPI: MPIOPT_REPORT's table is arranged for MPI_Finalize on every rank (coll/report.h).
  * - mpiopt's own communicator, on which every communicator's messages go with tags of their own
- *   (coll/common.c), is made from MPI_COMM_WORLD at once, the one moment every rank meets while
+ *   (coll/engine/context.c), is made from MPI_COMM_WORLD at once, the one moment every rank meets while
  *   nothing else is pending, with MPI_COMM_WORLD's record: a program whose first reduction is a
  *   nonblocking one then gets mpiopt's schedule for it (comm.c does the same for the
  *   communicators the program makes). */
 #include "mpiopt.h"
-#include "coll/coll.h"
-#include "coll/report.h"
+#include "coll/engine/engine.h"
+#include "coll/engine/report.h"
 
 static void started(void)
 {

@@ -10,7 +10,7 @@
 #include "mpiopt.h"
 #include "fortran.h"
 #include "user_op.h"
-#include "coll/handles.h"
+#include "coll/engine/handles.h"
 #include "kernels/kernels.h"
 
 /* MPIOPT_USER_OP_THREADS; 0 (off) when unset or not a count */

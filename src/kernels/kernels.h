@@ -1,6 +1,6 @@
 /* Reduction kernels: element types and ops by representation, with no knowledge of MPI.
  *
- * The MPI layer (src/op_kernel.c, used by src/reduce_local.c and the collectives) maps an MPI
+ * The MPI layer (src/op_kernel.c, used by src/coll/entry/reduce_local.c and the collectives) maps an MPI
  * datatype and op to a (mpiopt_kop, mpiopt_ktype) pair; this layer only knows how to combine arrays of such elements.
  * Types with one representation share one function (a signed and an unsigned 32-bit SUM are the
  * same wrap-around addition), so the tables below hold many pointers to few functions. */

@@ -1,4 +1,4 @@
-/* auto's measured choice (src/coll/measured.c) never changes a result: on MPI_COMM_WORLD and on
+/* auto's measured choice (src/coll/select/measured.c) never changes a result: on MPI_COMM_WORLD and on
  * a communicator of half its ranks, 30 allreduces of each of four sizes (4.7 KiB to 1 MiB of
  * random doubles, so that the bracketing shows in the bits) go through auto, whose first 24 (up
  * to 8 KiB) or 9 calls of a size class are its trials of three algorithms; each result must equal, byte for byte,

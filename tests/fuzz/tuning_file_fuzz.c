@@ -1,4 +1,4 @@
-/* libFuzzer target: the tuning-file reader (src/coll/tuning_file.c) on arbitrary bytes.
+/* libFuzzer target: the tuning-file reader (src/coll/select/tuning_file.c) on arbitrary bytes.
  *
  * The reader runs inside the user's program (MPI_Init's first collective reads
  * MPIOPT_TUNING_FILE), so no content may crash it, overflow its stack or read past the text:

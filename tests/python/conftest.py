@@ -75,7 +75,7 @@ def flavours():
     return list(BUILT_FLAVOURS)
 
 
-# ---- MPIOPT_REPORT's table (src/coll/report.c), as the tests read it ----
+# ---- MPIOPT_REPORT's table (src/coll/engine/report.c), as the tests read it ----
 _REPORT_ROW = re.compile(r"^  (MPI_\S+(?: \(Fortran\))?)\s+(\d+)\s+(\d+)\s+(\d+)  (.*)$", re.M)
 _REPORT_TOTAL = re.compile(r"^mpiopt: (\d+) of (\d+) reduction calls ran mpiopt's algorithms$", re.M)
 

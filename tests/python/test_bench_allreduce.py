@@ -48,6 +48,19 @@ def test_osu_format_single_algorithm(flavour):
 
 
 @needs_build
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("operation", ["scan", "exscan"])
+def test_scans_are_measured_against_the_vendor(flavour, operation):
+    r = bench(flavour, 2, f"--{operation}", "-m", "8:1024", "-i", "5", "-x", "1",
+              "--algorithms", "vendor,auto", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["operation"] == operation and doc["algorithms"] == ["vendor", "auto"]
+    sizes = {(x["algorithm"], x["bytes"]) for x in doc["results"] if x["avg_us"] > 0}
+    assert sizes == {(a, b) for a in ("vendor", "auto") for b in (8, 16, 32, 64, 128, 256, 512, 1024)}
+
+
+@needs_build
 def test_a_list_of_sizes_measures_exactly_those():
     flavour = FLAVOURS[0]
     r = bench(flavour, 2, "-m", "8,24,4096", "-i", "2", "-x", "1", "-c")
@@ -149,6 +162,8 @@ def test_on_a_communicator_made_after_many_live_ones(flavour):
     (["--op", "xor"], "unknown op"),
     (["--no-such-option"], "unknown option"),
     (["--live-comms", "-1"], "bad --live-comms"),
+    (["--scan", "--algorithms", "vendor,ring"], "not 'ring'"),
+    (["--exscan", "-c"], "--validation checks allreduce and reduce results only"),
     (["stray"], "unexpected argument"),
 ])
 def test_bad_options_fail_with_a_message(args, message):

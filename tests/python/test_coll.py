@@ -257,7 +257,7 @@ def test_single_copy_allreduce_is_right_and_has_the_same_bits(flavour, p):
     assert re.search(r"^same_bits: 14 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
 
 
-# ---- auto's measured choice (src/coll/measured.c) ----
+# ---- auto's measured choice (src/coll/select/measured.c) ----
 
 MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), chose (\w+)$", re.M)
 

@@ -1,6 +1,6 @@
-"""The node-aware `hierarchical` allreduce and reduce (src/coll/hierarchical.c) with pretend nodes
+"""The node-aware `hierarchical` allreduce and reduce (src/coll/algorithms/hierarchical.c) with pretend nodes
 on one machine: MPIOPT_RANKS_PER_NODE=k makes each run of k ranks of MPI_COMM_WORLD a node
-(src/coll/node_layout.c), the last one smaller when k does not divide p.
+(src/coll/node/node_layout.c), the last one smaller when k does not divide p.
 
 The collectives checker (tests/c/coll_check.c) runs `hierarchical` against the rank-order
 reference: every op and type of its case set, in place, non-commutative ops, counts around p and

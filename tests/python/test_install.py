@@ -238,7 +238,7 @@ def test_moved_prefix(installed, tmp_path):
 
 @pytest.mark.parametrize("m", debian_mpis(), ids=lambda m: m.name)
 def test_configure_only_detects_flavour(m, tmp_path):
-    """The quick form (configure only, for `make check`): the flavour comes from mpi.h, and an
+    """The quick form (configure only): the flavour comes from mpi.h, and an
     -DMPI_FLAVOUR that contradicts it is kept (an override) but warned about."""
     env = m.environ()
     base = ["cmake", "-S", ROOT, f"-DCMAKE_C_COMPILER={m.mpicc}", "-DMPIOPT_TESTS=OFF",

@@ -1,4 +1,4 @@
-"""Nonblocking and persistent allreduce / reduce with mpiopt's algorithms (src/coll/nonblocking.c,
+"""Nonblocking and persistent allreduce / reduce with mpiopt's algorithms (src/coll/entry/nonblocking.c,
 schedule.c, requests.c), on both MPIs:
 
 - the C API through the collectives checker (tests/c/coll_check.c --mode nonblocking|persistent):

@@ -49,9 +49,9 @@ def _fuzzer(tmp_path, *defines) -> str:
     exe = tmp_path / "tuning_file_fuzz"
     cmd = [CLANG, "-g", "-O1", "-fsanitize=fuzzer,address,undefined",
            "-fno-sanitize-recover=undefined", *defines, *mpi_flags,
-           f"-I{ROOT / 'include'}", f"-I{ROOT / 'src'}", f"-I{ROOT / 'src' / 'coll'}",
+           f"-I{ROOT / 'include'}", f"-I{ROOT / 'src'}", f"-I{ROOT / 'src' / 'coll' / 'select'}",
            str(ROOT / "tests" / "fuzz" / "tuning_file_fuzz.c"),
-           str(ROOT / "src" / "coll" / "tuning_file.c"),
+           str(ROOT / "src" / "coll" / "select" / "tuning_file.c"),
            f"-L{lib}", f"-Wl,-rpath,{lib}", "-lmpiopt", "-o", str(exe)]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]

@@ -127,7 +127,7 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--reduce")
     if validate:
         argv.append("-c")
-    # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/measured.c)
+    # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/select/measured.c)
     env = dict(os.environ if env is None else env, MPIOPT_VERBOSE="1")
     doc, stderr = run_json(flavour, np, argv, BENCH_BINARY, timeout, env, with_stderr=True)
     doc["flavour"] = flavour

@@ -1,0 +1,288 @@
+/* Shared-memory allreduce and reduce for small messages on one node (the case codes call millions
+ * of times: dot products, norms, time-step minima). Every rank copies its input into a buffer of
+ * its slot in a window the communicator's ranks share (MPI_Win_allocate_shared, made at the first
+ * call and kept with mpiopt's record of the communicator, within the node's budget: node_window.c),
+ * publishes the call's number in that buffer's header, waits until every rank has published it,
+ * and then reduces the p inputs itself, the same operands in the same order on every rank:
+ * recursive doubling's (so every rank holds the same bits, those of recursive doubling, and a
+ * non-commutative op sees rank order). No message, no
+ * matching: one copy in and p cache lines read per rank.
+ *
+ *   one copy of n bytes in, p cache lines read, p*n*gamma (every rank reduces all p inputs)
+ *
+ * A reduce is the same with only the root waiting and reducing, from its own input where the
+ * caller left it: the others copy, publish and return. The root publishes when it has read.
+ *
+ * A larger allreduce piece (SCATTER_FROM_BYTES and up) is reduce-scattered instead: each rank
+ * reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its slot,
+ * publishes that, and then every rank copies the p shares into its output. Each rank computes
+ * 1/p of the piece instead of all of it, and the shares' cache lines travel once:
+ *
+ *   one copy of n bytes in, n bytes read to reduce, n bytes gathered, (p-1)/p*n*gamma
+ *
+ * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
+ *
+ * Each slot holds a ring of sixteen input buffers for small calls (node_window.h). A rank publishes
+ * call k of the ring only after it has read every input of call k - 1, so a rank may write call
+ * k's input once every rank has published k - buffers + 1. Allreduces larger than a buffer and
+ * reduces larger than three go through the slot's stages instead (staged.c): as many as the
+ * node's budget for the window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided
+ * among its ranks; at least 4), so that a reduce's other ranks hand over up to all of them (4 MiB
+ * at p = 2) and return while the root is still reducing, as a program's non-root ranks want. With
+ * MPIOPT_SHM_SINGLE_COPY=1 large allreduces read the other ranks' buffers where they are
+ * (single_copy.c). What a rank saw of the others when it last looked tells it
+ * how many calls it may go on without looking again: the header of a buffer is on the line with
+ * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
+ *
+ * A message larger than a buffer goes in pieces of a buffer each, every piece a call of its own
+ * (exchange): the copying ranks run ahead while the reducing ones reduce, and the inputs are read
+ * once, from cache. At p = 2 that beat both vendors' reduce at every size up to 4 MiB.
+ *
+ * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
+ * from facts all ranks share; the same bits, see mpiopt_shm_reduce_inputs) when the ranks do
+ * not share one node, when a nonblocking call records the algorithm (a schedule is made of
+ * messages), and under SimGrid, whose ranks share one address space and are scheduled
+ * cooperatively. */
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/algorithms/algorithms.h"
+#include "coll/node/node_window.h"
+#include "coll/engine/report.h"
+
+/* allreduce pieces of this size and up are reduce-scattered: below, the second round of
+ * cache-line handovers costs more than the reduction it shares out */
+#define SCATTER_FROM_BYTES 4096
+/* A reduce's other ranks hand over this much through the ring without waiting for the root
+ * (fewer buffers than the ring has: the root may still be reading the last of the call before);
+ * larger reduces go through the stages (staged.c), whose pieces were measured from here */
+#define SMALL_RING_BYTES (3 * BUFFER_BYTES)
+/* with MPIOPT_SHM_SINGLE_COPY=1, allreduces of this size and up read the other ranks' buffers
+ * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
+ * per chunk cost more than the window's second copy */
+#define DIRECT_FROM_BYTES (64u << 10)
+/* allreduces larger than a buffer go through the stages (staged.c): at p = 2 against
+ * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
+ * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
+#define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
+
+/* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
+#ifndef SMPI_SAMPLE_FLOPS
+
+static void publish(node_window *w, uint64_t call)
+{
+    __atomic_store_n(&ring_buffer(w->mine, call)->call, call, __ATOMIC_RELEASE);
+}
+
+/* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
+ * so read call - buffers. Looks only when what it saw last time does not already say so, and
+ * then first at the newest call a rank can have published (call - 1; ranks publish in order):
+ * a reduce's root publishes after its others have run on, so the buffer of call - buffers + 1
+ * holds just that number and bought one call a look (a cache line from the root's core on
+ * every non-root call, 12 % of its time at 8 B), where call - 1 buys buffers - 1 calls. */
+static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call)
+{
+    if (call <= g->writable_until)
+        return;
+    uint64_t needed = call - SMALL_BUFFERS + 1, least = UINT64_MAX;
+    for (int r = 0; r < c->size; r++) {
+        uint64_t seen = __atomic_load_n(&ring_buffer(w->all[r], call - 1)->call,
+                                        __ATOMIC_ACQUIRE);
+        if (seen < needed)
+            seen = mpiopt_shm_wait(&ring_buffer(w->all[r], needed)->call, needed);
+        least = seen < least ? seen : least;
+    }
+    g->writable_until = least + SMALL_BUFFERS - 1;
+}
+
+/* Element `first` of rank r's input to this call: in its buffer, or in `mine` for this rank when
+ * it reads its own input where the caller left it. */
+static const void *input_of(const mpiopt_coll *c, const node_window *w,
+                            uint64_t call, const void *mine, int r, size_t first)
+{
+    const char *base = r == c->rank && mine ? mine : ring_buffer(w->all[r], call)->data;
+    return base + first * c->extent;
+}
+
+/* Elements [first, first + count) of this call's p inputs in the window (this rank's in `mine`
+ * when it reads its own input where the caller left it) reduced into buf. */
+static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w,
+                                uint64_t call, const void *mine, size_t first, void *buf,
+                                size_t count, const fold_space *f)
+{
+    const char *pair[2], **in = c->size == 2 ? pair : f->inputs;
+    if (!in)
+        return MPI_ERR_NO_MEM;
+    for (int r = 0; r < c->size; r++)
+        in[r] = input_of(c, w, call, mine, r, first);
+    return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
+}
+
+/* Elements [first, first + n) of a piece of `count`: rank r's share, 1/p of it (whole elements). */
+static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)
+{
+    *first = count * (size_t)r / (size_t)c->size;
+    *n = count * (size_t)(r + 1) / (size_t)c->size - *first;
+}
+
+/* An allreduce piece whose inputs every rank has published: this rank reduces its share into its
+ * result buffer and publishes it, then copies every rank's share into `out`. A rank writes
+ * result[call % RESULT_BUFFERS] only after every input of `call` is published, so every rank has
+ * finished call - 1, and read call - 1's results. */
+static int scatter_gather_piece(const mpiopt_coll *c, node_window *w,
+                                uint64_t call, void *out, size_t count, const fold_space *f)
+{
+    size_t first, n;
+    share_of(c, c->rank, count, &first, &n);
+    buffer *mine = &w->mine->result[call % RESULT_BUFFERS];
+    int rc = n ? reduce_window_inputs(c, w, call, NULL, first, mine->data, n, f)
+               : MPI_SUCCESS;
+    __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
+    /* this rank's own share first (in cache), then the others' as they come */
+    for (int k = 0; k < c->size; k++) {
+        int r = (c->rank + k) % c->size;
+        const buffer *theirs = &w->all[r]->result[call % RESULT_BUFFERS];
+        share_of(c, r, count, &first, &n);
+        if (k > 0)
+            mpiopt_shm_wait(&theirs->call, call);
+        memcpy((char *)out + first * c->extent, theirs->data, n * c->extent);
+    }
+    return rc;
+}
+
+/* One piece of a call (at most a buffer's worth of elements): `call` is its number, `in` this
+ * rank's input to it and `out` where its result goes (root: the reduce's, or -1 for an allreduce,
+ * where every rank reduces). */
+static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_t call,
+                          const void *in, void *out, size_t count, int root, const fold_space *f)
+{
+    const void *mine = NULL;
+    if (c->rank == root && in != out) {
+        mine = in;          /* nobody else reads a reduce root's input: it stays where it is */
+    } else {
+        wait_writable(c, w, g, call);
+        memcpy(ring_buffer(w->mine, call)->data, in, count * c->extent);
+    }
+    if (c->rank != root) {
+        publish(w, call);
+        if (root >= 0)
+            return MPI_SUCCESS;     /* a reduce's other ranks: the root reads their input */
+    }
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank)
+            mpiopt_shm_wait(&ring_buffer(w->all[r], call)->call, call);
+    int rc;
+    if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
+        rc = scatter_gather_piece(c, w, call, out, count, f);
+    else
+        rc = reduce_window_inputs(c, w, call, mine, 0, out, count, f);
+    if (c->rank == root)
+        publish(w, call);   /* a reduce's root: once it has read the others' inputs */
+    /* every rank has published call, so has read call - 1's inputs (and results) */
+    g->writable_until = call + SMALL_BUFFERS - 1;
+    return rc;
+}
+#endif
+
+/* The shared part of both operations (root: as above). A message larger than a buffer goes in
+ * pieces, each a call of its own: the ranks that copy run up to buffers - 1 pieces ahead of
+ * those that reduce, so copying and reducing overlap. *done = 0: the call is not this
+ * algorithm's (see the top). */
+static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int *done)
+{
+    *done = 0;
+#ifdef SMPI_SAMPLE_FLOPS
+    (void)c, (void)buf, (void)count, (void)root;
+    return MPI_SUCCESS;
+#else
+    size_t bytes = count * c->extent;
+    /* a call that fits a buffer is one piece: no division (tens of cycles) on the small path */
+    size_t per_piece = bytes <= BUFFER_BYTES ? count : BUFFER_BYTES / c->extent;
+    node_window *w;
+    int rc;
+    if (c->record || per_piece == 0 || c->size < 2)
+        return MPI_SUCCESS;
+    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS)
+        return rc;
+    if (!w->usable) {
+        if (w->why_unusable >= 0)
+            mpiopt_report_node(0, (mpiopt_node_reason)w->why_unusable);
+        return rc;
+    }
+    *done = 1;
+    const char *in = c->src ? c->src : buf;
+    if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
+        if (w->direct && bytes >= DIRECT_FROM_BYTES)
+            return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
+        if (mpiopt_node_window_stages(c, w))
+            return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
+    }
+    if (root >= 0 && bytes > SMALL_RING_BYTES && c->extent <= STAGE_BYTES &&
+        mpiopt_node_window_stages(c, w))
+        return mpiopt_shm_staged_reduce(c, w, in, buf, count, root);
+    ring *g = &w->small;
+    fold_space f = {NULL, NULL, NULL};
+    if (c->size > 2 && (root < 0 || c->rank == root)) {
+        int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
+        f.scratch = mpiopt_coll_scratch(c, (size_t)p2 * (count < per_piece ? count : per_piece));
+        f.value = malloc(sizeof *f.value * (size_t)p2);
+        f.inputs = malloc(sizeof *f.inputs * (size_t)c->size);
+    }
+    /* every piece, whatever failed before: the other ranks wait for this one's */
+    for (size_t first = 0; first < count; first += per_piece) {
+        size_t n = count - first < per_piece ? count - first : per_piece;
+        int piece_rc = exchange_piece(c, w, g, ++g->calls, mpiopt_at(c, in, first),
+                                      mpiopt_at(c, buf, first), n, root, &f);
+        if (rc == MPI_SUCCESS)
+            rc = piece_rc;
+    }
+    free(f.value);
+    free(f.inputs);
+    mpiopt_scratch_free(f.scratch);
+    return rc;
+#endif
+}
+
+/* Where this algorithm cannot take a call, recursive doubling (the fewest rounds) takes it up to
+ * this size and Rabenseifner (half the bytes) above: both have the bits this algorithm computes
+ * (tests/c/same_bits.c). The crossover measured at p = 2 on both MPIs (docs/collectives.md). */
+#define RABENSEIFNER_FROM_BYTES 92682
+
+int mpiopt_allreduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count)
+{
+    int done, rc = exchange(c, buf, count, -1, &done);
+    if (rc != MPI_SUCCESS || done)
+        return rc;
+    if (count * c->extent >= RABENSEIFNER_FROM_BYTES)
+        return mpiopt_allreduce_rabenseifner(c, buf, count);
+    return mpiopt_allreduce_recursive_doubling(c, buf, count);
+}
+
+int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int root)
+{
+    int done, rc = exchange(c, buf, count, root, &done);
+    if (rc != MPI_SUCCESS || done)
+        return rc;
+    /* two ranks: one message, which the root reduces (the same bits: a predefined op's two
+     * operands commute bit for bit); recursive doubling's exchange and Rabenseifner's two steps
+     * measured 1.4-3.5x slower at 4 B-4 MiB under Open MPI 4.1.4, where the node's budgets leave
+     * a communicator no window (mpiopt bench allreduce --live-comms 100) */
+    if (c->size == 2)
+        return mpiopt_reduce_binomial(c, buf, count, root);
+    if (count * c->extent >= RABENSEIFNER_FROM_BYTES) {
+        mpiopt_coll in_buf = *c;    /* Rabenseifner's reduce starts from its input in buf */
+        mpiopt_coll_take_input(&in_buf, buf, count);
+        return mpiopt_reduce_rabenseifner(&in_buf, buf, count, root);
+    }
+    return mpiopt_reduce_recursive_doubling(c, buf, count, root);   /* reads c->src too */
+}
+
+double mpiopt_cost_shared_memory(const mpiopt_cost_call *x, int is_reduce)
+{
+    /* Not modelled: it runs only where the ranks share a node, which the model does not know, and
+     * a cache line is not a message. `auto` takes it from the measured rows (select.c's defaults
+     * for p = 2 and 4, or a tuning file from `mpiopt tune`), never from the formulas. */
+    (void)x, (void)is_reduce;
+    return -1;
+}

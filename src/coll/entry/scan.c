@@ -1,0 +1,205 @@
+/* mpiopt_scan and mpiopt_exscan (MPI_Scan, MPI_Exscan), blocking, nonblocking and persistent.
+ *
+ * One algorithm, recursive doubling (algorithms/scan.c): it keeps rank order, so it takes every
+ * op, and at p ranks it needs ceil(log2 p) steps where the vendors' linear scans (Open MPI's
+ * default at small p) need p - 1 in a chain. The vendor takes what mpiopt cannot (an
+ * intercommunicator, a datatype with holes or without a kernel) and what the caller or
+ * MPIOPT_SCAN / MPIOPT_EXSCAN (= vendor) send to it; a nonblocking call records the blocking
+ * algorithm as a schedule (nonblocking.c), as allreduce's do. A blocking call's plan is
+ * remembered (plan_cache.c), so a repeated scan asks MPI for nothing before it runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/select/select.h"
+#include "coll/entry/collective_args.h"
+#include "coll/entry/plan_cache.h"
+#include "coll/engine/schedule.h"
+
+typedef struct {
+    int exclusive;
+    const void *sendbuf;
+    void *recvbuf;
+    int count;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    MPI_Comm comm;
+    mpiopt_call_plan plan;
+} scan_call;
+
+/* MPIOPT_SCAN / MPIOPT_EXSCAN: 1 if it says vendor (read once; any other value is auto). */
+static int env_asks_vendor(int exclusive)
+{
+    static int asks[2] = {-1, -1};
+    if (asks[exclusive] < 0) {
+        const char *v = getenv(exclusive ? "MPIOPT_EXSCAN" : "MPIOPT_SCAN");
+        asks[exclusive] = v && !strcmp(v, "vendor");
+    }
+    return asks[exclusive];
+}
+
+/* Who runs the call, in a->plan: MPIOPT_ALG_RECURSIVE_DOUBLING (with the call's context) or the
+ * vendor (and why); an MPI error code for arguments the standard calls wrong. */
+static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
+{
+    int inter = 0;
+    size_t bytes;
+    mpiopt_vendor_reason *why = &a->plan.why;
+    a->plan.algorithm = MPIOPT_ALG_VENDOR;
+    a->plan.measuring = 0;
+    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
+        return MPI_ERR_ARG;
+    int rc = mpiopt_check_arguments(0, a->comm, a->count, a->datatype, a->op, 0);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (requested == MPIOPT_ALG_VENDOR)
+        *why = MPIOPT_WHY_REQUESTED;
+    else if (requested == MPIOPT_ALG_AUTO && env_asks_vendor(a->exclusive))
+        *why = MPIOPT_WHY_ENV;
+    else if (requested != MPIOPT_ALG_AUTO && requested != MPIOPT_ALG_RECURSIVE_DOUBLING)
+        *why = MPIOPT_WHY_ALGORITHM;
+    else if (!mpiopt_coll_shape(a->comm, a->count, a->datatype, &a->plan.p, &bytes))
+        *why = MPIOPT_WHY_ARGUMENTS;
+    else if (!mpiopt_coll_supported(a->comm, a->count, a->datatype, &a->plan.p, &bytes) ||
+             mpiopt_vendor_takes(a->datatype, a->op))
+        *why = PMPI_Comm_test_inter(a->comm, &inter) == MPI_SUCCESS && inter
+                   ? MPIOPT_WHY_INTERCOMM
+                   : MPIOPT_WHY_DATATYPE;
+    else if (nonblocking && a->plan.p > 1 && !mpiopt_private_exists(a->comm))
+        *why = MPIOPT_WHY_NO_PRIVATE_COMM;  /* a nonblocking call may not make the record */
+    else
+        *why = MPIOPT_TAKEN;
+    if (*why != MPIOPT_TAKEN) {
+        if (!nonblocking && *why != MPIOPT_WHY_ARGUMENTS && *why != MPIOPT_WHY_INTERCOMM)
+            mpiopt_private_prepare(a->comm);    /* for the nonblocking calls that follow */
+        return MPI_SUCCESS;
+    }
+    rc = mpiopt_coll_init(&a->plan.coll, a->comm, a->datatype, a->op, nonblocking);
+    if (rc == MPI_SUCCESS)
+        a->plan.algorithm = MPIOPT_ALG_RECURSIVE_DOUBLING;
+    return rc;
+}
+
+/* The algorithm on a planned call: run now, or recorded into `record`. */
+static int run(const void *args, mpiopt_schedule *record)
+{
+    const scan_call *a = args;
+    mpiopt_coll c = a->plan.coll;
+    if (record) {
+        int rc = mpiopt_schedule_attach(record, &c, a->comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    c.src = a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf;
+    return mpiopt_scan_recursive_doubling(&c, a->recvbuf, (size_t)a->count, a->exclusive);
+}
+
+static int blocking(scan_call *a, mpiopt_algorithm requested)
+{
+    int kind = a->exclusive ? MPIOPT_PLAN_EXSCAN : MPIOPT_PLAN_SCAN;
+    if (!mpiopt_plan_cached(kind, requested, a->comm, a->count, a->datatype, a->op, 0,
+                            &a->plan)) {
+        int rc = plan(a, requested, 0);
+        if (rc != MPI_SUCCESS)
+            return mpiopt_raise(a->comm, rc);
+        if (a->plan.why != MPIOPT_WHY_ARGUMENTS)
+            mpiopt_plan_remember(kind, requested, a->comm, a->count, a->datatype, a->op, 0,
+                                 &a->plan);
+    }
+    mpiopt_report_call(a->exclusive ? MPIOPT_CALL_EXSCAN : MPIOPT_CALL_SCAN, a->plan.algorithm,
+                       a->plan.why);
+    if (a->plan.algorithm == MPIOPT_ALG_VENDOR)
+        return a->exclusive ? PMPI_Exscan(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                          a->comm)
+                            : PMPI_Scan(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                        a->comm);
+    return mpiopt_raise(a->comm, run(a, NULL));
+}
+
+static int vendor_start(const scan_call *a, int persistent, MPI_Info info, MPI_Request *request)
+{
+    if (!persistent)
+        return a->exclusive ? PMPI_Iexscan(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                           a->comm, request)
+                            : PMPI_Iscan(a->sendbuf, a->recvbuf, a->count, a->datatype, a->op,
+                                         a->comm, request);
+#ifdef MPIOPT_VENDOR_INIT
+    return a->exclusive ? MPIOPT_VENDOR_INIT(Exscan)(a->sendbuf, a->recvbuf, a->count,
+                                                     a->datatype, a->op, a->comm, info, request)
+                        : MPIOPT_VENDOR_INIT(Scan)(a->sendbuf, a->recvbuf, a->count, a->datatype,
+                                                   a->op, a->comm, info, request);
+#else
+    (void)info;
+    return MPI_ERR_OTHER;   /* no vendor call to fall back on (SimGrid) */
+#endif
+}
+
+static int start(scan_call *a, mpiopt_algorithm requested, int persistent, MPI_Info info,
+                 MPI_Request *request)
+{
+    static const mpiopt_call_kind kinds[2][2] = {{MPIOPT_CALL_ISCAN, MPIOPT_CALL_IEXSCAN},
+                                                 {MPIOPT_CALL_SCAN_INIT, MPIOPT_CALL_EXSCAN_INIT}};
+    mpiopt_call_kind kind = kinds[persistent][a->exclusive];
+    int rc;
+    if (mpiopt_nonblocking_off()) {
+        rc = mpiopt_check_arguments(0, a->comm, a->count, a->datatype, a->op, 0);
+        mpiopt_report_call(kind, MPIOPT_ALG_VENDOR, MPIOPT_WHY_NONBLOCKING_OFF);
+        return rc != MPI_SUCCESS ? mpiopt_raise(a->comm, rc)
+                                 : vendor_start(a, persistent, info, request);
+    }
+    if ((rc = plan(a, requested, 1)) != MPI_SUCCESS)
+        return mpiopt_raise(a->comm, rc);
+    mpiopt_report_call(kind, a->plan.algorithm, a->plan.why);
+    if (a->plan.algorithm == MPIOPT_ALG_VENDOR)
+        return vendor_start(a, persistent, info, request);
+    return mpiopt_raise(a->comm, mpiopt_start_recorded(run, a, persistent, request));
+}
+
+int mpiopt_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm, mpiopt_algorithm algorithm)
+{
+    scan_call a = {.exclusive = 0, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return blocking(&a, algorithm);
+}
+
+int mpiopt_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm)
+{
+    scan_call a = {.exclusive = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return blocking(&a, algorithm);
+}
+
+int mpiopt_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    scan_call a = {.exclusive = 0, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return start(&a, algorithm, 0, MPI_INFO_NULL, request);
+}
+
+int mpiopt_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    scan_call a = {.exclusive = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return start(&a, algorithm, 0, MPI_INFO_NULL, request);
+}
+
+int mpiopt_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                     MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                     MPI_Request *request)
+{
+    scan_call a = {.exclusive = 0, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return start(&a, algorithm, 1, info, request);
+}
+
+int mpiopt_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                       MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
+                       MPI_Request *request)
+{
+    scan_call a = {.exclusive = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                   .datatype = datatype, .op = op, .comm = comm};
+    return start(&a, algorithm, 1, info, request);
+}

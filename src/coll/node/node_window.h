@@ -1,0 +1,192 @@
+/* The layout of the shared_memory algorithm's window, for the two files that use it:
+ * shared_memory.c (the window, and reductions through its buffers) and single_copy.c (large
+ * allreduces that read the other ranks' buffers where they are). Internal to src/coll. */
+#ifndef MPIOPT_NODE_WINDOW_H
+#define MPIOPT_NODE_WINDOW_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <string.h>
+#include "coll/node/node_layout.h"
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
+
+#define BUFFER_BYTES 8192
+#define RESULT_BUFFERS 4
+/* The ring's buffers: a reduce's other ranks look at the root's progress once in SMALL_BUFFERS - 1
+ * calls (shared_memory.c's wait_writable), and each look is a cache line from the root's core.
+ * With four, that look was 40 % of the non-root's time in the exchange at 64 B; with sixteen it
+ * is a look every fifteen calls. Calls of up to 48 bytes touch one line of each buffer. */
+#define SMALL_BUFFERS 16
+
+typedef struct {
+    _Alignas(64) uint64_t call;     /* the call whose input follows (0: none yet) */
+    uint64_t pad;                   /* keeps data 16-byte aligned, as malloc'd buffers are */
+    char data[BUFFER_BYTES];
+} buffer;
+
+/* What a rank tells the others for a single-copy allreduce (single_copy.c): each field on a
+ * cache line of its own, as each is written at a different time and waited for by the others. */
+typedef struct {
+    _Alignas(64) uint64_t posted;   /* the call whose addresses follow */
+    const char *src;                /* this rank's input and output to it, in its address space */
+    char *dst;
+    _Alignas(64) uint64_t reduced;  /* the call whose share of the result is in dst */
+    _Alignas(64) uint64_t gathered; /* the call whose result this rank holds whole: it reads no
+                                     * other rank's memory for it any more */
+    _Alignas(64) int64_t pid;       /* set at creation */
+    const uint64_t *probe;          /* a word the others read once to learn that they can */
+} direct_block;
+
+/* A stage of the pipelined allreduce and reduce (staged.c): a rank's input to one chunk of the
+ * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. A
+ * slot has as many stages as the node's budget for the window gives (MPIOPT_SHM_WINDOW_BYTES,
+ * between MIN_STAGES and MAX_STAGES); an allreduce uses the first ALLREDUCE_STAGES (one at
+ * p = 2, staged.c; they stay in cache, and every rank waits for every input of a chunk anyway), a
+ * reduce all of them, so that its other ranks can hand over MiBs and leave. */
+#define STAGE_BYTES (64u << 10)
+#define ALLREDUCE_STAGES 4
+#define MIN_STAGES ALLREDUCE_STAGES
+#define MAX_STAGES 256
+typedef struct {
+    _Alignas(64) uint64_t in_chunk;     /* the chunk whose input is in `in` */
+    _Alignas(64) uint64_t out_chunk;    /* the chunk whose share of the result is in `out` */
+    _Alignas(64) uint64_t done_chunk;   /* the last chunk this rank holds whole: it reads no
+                                         * other rank's stage for it any more */
+    _Alignas(64) char in[STAGE_BYTES];
+    _Alignas(64) char out[STAGE_BYTES];
+} stage;
+
+typedef struct {
+    direct_block direct;
+    buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
+                                     * result[k % RESULT_BUFFERS] */
+    buffer small[SMALL_BUFFERS];    /* the ring's buffers */
+} slot;
+
+/* Small calls go through a ring of SMALL_BUFFERS input buffers that stay in cache, each call with
+ * its own number. Every rank makes the same calls, so the numbers agree. The result buffers are
+ * numbered by the ring's calls (allreduces only). */
+typedef struct {
+    uint64_t calls;                 /* the last call made through this ring */
+    uint64_t writable_until;        /* the last call whose buffer is known free */
+} ring;
+
+/* every ring has SMALL_BUFFERS: a power of two, so no division */
+static inline buffer *ring_buffer(slot *s, uint64_t call)
+{
+    return s->small + call % SMALL_BUFFERS;
+}
+
+/* A rank's view of the window (made by shared_memory.c's window_of) */
+/* Two shared windows a communicator, made when first needed (shared_memory.c): the slots, at the
+ * first call (what small calls need, 168 KiB a rank), and the stages, at the first call that goes
+ * through them, sized from what is left of the node's budget (MPIOPT_SHM_NODE_BYTES). */
+struct mpiopt_node_window {
+    int usable;                     /* 0: the ranks do not share a node, or the budget or the
+                                     * room in the backing store is spent */
+    int why_unusable;               /* then: a node's limit (mpiopt_node_reason), or -1 */
+    int why_no_stages;              /* once stages were refused: the same */
+    int freed;                      /* the windows are gone (MPI_Finalize came first) */
+    MPI_Win win;
+    ring small;
+    int direct;                     /* every rank can read every other's memory (single_copy.c) */
+    int stages_tried;               /* the stage window was asked for (made or refused) */
+    MPI_Win stage_win;              /* MPI_WIN_NULL until made */
+    uint64_t stages;                /* in each rank's stage array, the same on every rank
+                                     * (0: none) */
+    stage *my_stages;
+    stage **all_stages;             /* every rank's stages, mapped here */
+    uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
+    uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
+    slot *mine;
+    slot **all;                     /* every rank's slot, mapped here */
+    struct mpiopt_node_window *prev, *next;
+};
+typedef mpiopt_node_window node_window;
+
+/* c's window, made at its first call (collective; node_window.c); not usable (w->usable 0) where
+ * the ranks do not share a node or the budget or /dev/shm has no room: the caller takes another
+ * algorithm. */
+int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out);
+/* Whether w has stages, made at the first call that asks (collective: every rank asks at the same
+ * call); without them large calls go through the slots' buffers in pieces. */
+int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w);
+
+/* Where a rank that reduces p > 2 inputs keeps the p2 partial results of a piece: allocated once
+ * a call, not once a piece; NULL when that failed. */
+typedef struct {
+    char *scratch;                  /* p2 pieces */
+    char **value;                   /* p2 pointers into it */
+    const char **inputs;            /* p pointers: where each rank's input to a piece is */
+} fold_space;
+
+/* Waits until *flag reads at least `call`; returns what it read. Spins briefly, then gives the
+ * core away between looks: with more ranks than cores the rank waited for may need this one. */
+static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
+{
+    uint64_t seen;
+    for (unsigned looks = 0; (seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) < call; looks++) {
+        if (looks < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        } else {
+            sched_yield();
+        }
+    }
+    return seen;
+}
+
+/* Copies n bytes into or out of the window's stages (staged.c). glibc's memcpy copies 8-64 KiB
+ * with `rep movsb`, which is slow on lines another core holds: a reduce's non-root writing the
+ * stages its root read in the call before, an allreduce reading the other rank's share of the
+ * result. 16-byte loads and stores, measured at p = 2 with Open MPI 4.1.4:
+ * - a reduce of 128 KiB: the non-root took 9.9-10.0 us against 13.3;
+ * - an allreduce: the vendor's time / shared_memory's went from 1.29, 1.16, 1.15, 1.24 to 1.49,
+ *   1.34, 1.32, 1.36 at 128 KiB, 256 KiB, 512 KiB and 1 MiB (four alternating runs, median).
+ * Under Intel MPI 2021.15 the allreduce gained 6-8 % at 64-256 KiB and was unchanged from
+ * 512 KiB. */
+static inline void mpiopt_shm_copy(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+    char *d = dst;
+    const char *s = src;
+    for (; n >= 64; d += 64, s += 64, n -= 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_storeu_si128((__m128i *)d, a);
+        _mm_storeu_si128((__m128i *)(d + 16), b);
+        _mm_storeu_si128((__m128i *)(d + 32), c);
+        _mm_storeu_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+/* The p inputs (in[r]: rank r's) reduced into buf with recursive doubling's bracketing
+ * (node_window.c; the shared_memory algorithm, staged.c and single_copy.c use it) */
+int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
+                             const fold_space *f);
+
+/* An allreduce of `count` elements in chunks through the ranks' stages (staged.c) */
+int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                                size_t count);
+/* A reduce to `root` the same way: the others copy their chunks in and return */
+int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                             size_t count, int root);
+
+/* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
+ * barrier), then whether every rank can read every other (collective, after it) */
+void mpiopt_shm_direct_prepare(node_window *w);
+int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w);
+/* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
+int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                                size_t count);
+
+#endif

@@ -1,0 +1,191 @@
+/* `auto` settles what the built-in rows cannot know by timing it: on the communicator's first
+ * blocking allreduces of each size class from 4 KiB to 8 MiB where the rows name
+ * shared_memory, the ranks run recursive doubling, Rabenseifner and shared_memory a few calls
+ * each, then agree on the fastest by one collective call and keep it for that class.
+ *
+ * Why: the rows were measured on the development machines, and the best of the three moves with
+ * the machine and the vendor under them. On an AMD EPYC, Intel MPI's point-to-point made
+ * Rabenseifner as fast as Intel's own allreduce at 64-128 KiB, twice as fast as the shared-memory
+ * stages; on an Intel Xeon the stages win there, and at 128 KiB-1 MiB under Intel MPI the two
+ * are within a few per cent (docs/collectives.md, "Measured choice").
+ *
+ * Why it is safe: the three give the same bits (tests/c/same_bits.c), so which one runs never
+ * changes a result. Every rank makes the same calls on a communicator in the same order with the
+ * same byte count (MPI's rule for collectives), so every rank counts the same trials of a class
+ * and meets the agreement at the same call. Nonblocking and persistent calls never measure: they
+ * keep the rows' choice (their schedules are made of messages anyway).
+ *
+ * What it costs: 24 calls a class up to 8 KiB, 9 above. OSU warms up with 200 calls up to 8 KiB
+ * and 10 above, so none of its timed calls is a trial. After that a call costs nothing more: the
+ * plan cache (plan_cache.c) remembers the decided algorithm. A tuning file, MPIOPT_ALLREDUCE or
+ * MPIOPT_MEASURE=0 turns it off. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/select/select.h"
+#include "coll/engine/report.h"
+
+#define FIRST_CLASS 12      /* (2 KiB, 4 KiB]: below, shared_memory wins by 1.5-9x everywhere */
+#define LAST_CLASS 23       /* (4 MiB, 8 MiB]: above, a trial call costs milliseconds */
+#define CLASSES (LAST_CLASS - FIRST_CLASS + 1)
+#define CANDIDATES 3
+/* Each candidate runs a block of calls in a row, the first not timed (its buffers are cold after
+ * another candidate's calls), and its time is its fastest timed call on this rank, which calls
+ * slowed by the system do not move. Taking turns call by call instead measured shared_memory
+ * half as fast again as it runs alone at 4-8 KiB, and chose another algorithm there.
+ * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of four, so that a stall of the
+ * machine that spans one block leaves the candidate its other; above, with OSU's ten, one pass of
+ * blocks of three. */
+#define SMALL_LAST_CLASS 13     /* (4 KiB, 8 KiB] */
+/* an alternative replaces the rows' choice only if it is this much faster: a few timed calls of
+ * each are few, and the rows' choice was measured at length. The trials are there for gaps like
+ * the EPYC's (2x), not for a few per cent: under Intel MPI at 1 MiB (Xeon), Rabenseifner's
+ * fastest of two calls came within 3 % of shared_memory's in half of eleven runs, while over
+ * OSU's 100 calls it takes 12 % longer (0.94 of Intel MPI's speed against shared_memory's
+ * 1.06); with 0.97 here it was kept in two of those runs, and in two of three runs of a sweep,
+ * which then measured 0.91 against Intel MPI. */
+#define MARGIN 0.90
+
+static const mpiopt_algorithm candidates[CANDIDATES] = {
+    MPIOPT_ALG_SHARED_MEMORY, MPIOPT_ALG_RECURSIVE_DOUBLING, MPIOPT_ALG_RABENSEIFNER};
+
+typedef struct {
+    unsigned calls;                 /* trial calls made so far */
+    double fastest[CANDIDATES];     /* this rank's fastest timed call of each (0: none yet) */
+    int chosen;                     /* the agreed algorithm + 1; 0 while trials go on */
+} size_class;
+
+/* The blocks of class cls (log2 of its largest byte count): passes over the candidates, and
+ * calls a block. */
+static unsigned passes(int cls)
+{
+    return cls <= SMALL_LAST_CLASS ? 2 : 1;
+}
+
+static unsigned block(int cls)
+{
+    return cls <= SMALL_LAST_CLASS ? 4 : 3;
+}
+
+static unsigned trial_calls(int cls)
+{
+    return passes(cls) * CANDIDATES * block(cls);
+}
+
+/* The candidate that trial call n of class cls runs; *timed = 0 for a call not counted. */
+static int trial_candidate(int cls, unsigned n, int *timed)
+{
+    unsigned in_pass = n % (CANDIDATES * block(cls));
+    *timed = in_pass % block(cls) != 0;
+    /* the rows' choice (candidates[0]) last: what slows the first calls of a new size (the
+     * program's buffers, the ranks' skew from the size before) then weighs against the
+     * alternatives, which must win by MARGIN anyway */
+    return (int)((in_pass / block(cls) + 1) % CANDIDATES);
+}
+
+struct mpiopt_measured {
+    size_class classes[CLASSES];
+};
+
+static mpiopt_measured *measured_new(void)
+{
+    return calloc(1, sizeof(mpiopt_measured));
+}
+
+static void measured_free(mpiopt_measured *m)
+{
+    free(m);
+}
+
+/* Every communicator's record gets its trials, made and freed with it (engine.h). */
+__attribute__((constructor)) static void register_measured(void)
+{
+    mpiopt_record_parts_register(
+        &(mpiopt_record_parts){.measured_new = measured_new, .measured_free = measured_free});
+}
+
+static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
+{
+    int k = mpiopt_size_class(bytes);
+    if (!c->measured || k < FIRST_CLASS || k > LAST_CLASS)
+        return NULL;
+    *cls = k;
+    return &c->measured->classes[k - FIRST_CLASS];
+}
+
+/* 1 if candidate i can take this call (the same answer on every rank: p, count, the op). */
+static int candidate_fits(int i, const mpiopt_coll *c, size_t count, int predefined_op)
+{
+    return mpiopt_algorithm_fits(candidates[i], c->size, c->commutative) &&
+           count <= (size_t)__INT_MAX__ &&
+           mpiopt_algorithm_takes(candidates[i], (int)count, predefined_op);
+}
+
+mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm rows_choice,
+                                      size_t count, int predefined_op, int *measuring)
+{
+    *measuring = 0;
+    size_class *k = NULL;
+    int cls, timed;
+    if (rows_choice == MPIOPT_ALG_SHARED_MEMORY && c->size > 1 &&
+        !c->record && !c->peers)
+        k = class_of(c, count * c->extent, &cls);
+    if (!k)
+        return rows_choice;
+    if (k->chosen)
+        return (mpiopt_algorithm)(k->chosen - 1);
+    /* a candidate that cannot take the call leaves its turns to the rows' choice (and is never
+     * chosen) */
+    int i = trial_candidate(cls, k->calls, &timed);
+    *measuring = 1;
+    return candidate_fits(i, c, count, predefined_op) ? candidates[i] : rows_choice;
+}
+
+static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op)
+{
+    double mean[CANDIDATES];    /* this rank's fastest call of each; then the ranks' mean */
+    memcpy(mean, k->fastest, sizeof mean);
+    /* every rank's time counts, as in OSU's average over the ranks */
+    if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->user_comm) !=
+        MPI_SUCCESS) {
+        k->chosen = candidates[0] + 1;  /* every rank gets the same error: keep the rows' */
+        return;
+    }
+    int best = 0;
+    for (int i = 0; i < CANDIDATES; i++) {
+        mean[i] /= c->size;
+        if (i > 0 && candidate_fits(i, c, count, predefined_op) && mean[i] < MARGIN * mean[0] &&
+            mean[i] < mean[best])
+            best = i;
+    }
+    k->chosen = candidates[best] + 1;
+    if (mpiopt_verbose() && c->rank == 0) {
+        /* one write: stderr is unbuffered, and the first ranks of other communicators (the
+         * halves of a split) print theirs at the same moment */
+        char line[256];
+        int n = snprintf(line, sizeof line, "mpiopt: allreduce p=%d bytes<=%zu: measured",
+                         c->size, (size_t)1 << cls);
+        for (int i = 0; i < CANDIDATES; i++)
+            if (candidate_fits(i, c, count, predefined_op) && n > 0 && n < (int)sizeof line)
+                n += snprintf(line + n, sizeof line - (size_t)n, " %s %.1f us,",
+                              mpiopt_algorithm_name(candidates[i]), mean[i] * 1e6);
+        if (n > 0 && n < (int)sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n, " chose %s\n",
+                     mpiopt_algorithm_name(candidates[best]));
+        fputs(line, stderr);
+    }
+}
+
+void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
+                            double seconds)
+{
+    int cls, timed;
+    size_class *k = class_of(c, count * c->extent, &cls);
+    if (!k || k->chosen)
+        return;
+    int i = trial_candidate(cls, k->calls, &timed);
+    if (timed && (k->fastest[i] == 0 || seconds < k->fastest[i]))
+        k->fastest[i] = seconds;
+    if (++k->calls == trial_calls(cls))
+        agree(c, k, cls, count, predefined_op);
+}

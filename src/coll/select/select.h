@@ -1,0 +1,36 @@
+/* Selection (src/coll/select/): which algorithm a call runs. The rows (select.c: the environment,
+ * the tuning file, the cost model), auto's timed trials on a communicator's first calls
+ * (measured.c) and the tuning file's parser (tuning_file.c). Above the algorithms. */
+#ifndef MPIOPT_COLL_SELECT_H
+#define MPIOPT_COLL_SELECT_H
+
+#include "coll/algorithms/algorithms.h"
+
+/* The algorithm to run: `requested` unless it is AUTO (then the env var, tuning table or cost
+ * model decides); an algorithm that cannot do a non-commutative op is replaced by one that can.
+ * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong). */
+mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
+                               int commutative, int vendor_ok, int rank);
+
+/* The cost-model parameters `auto` selects with (built in, or MPIOPT_TUNING_FILE's); registered
+ * with the cost model (mpiopt_cost_model_source) for the algorithms that choose inner ones. */
+const mpiopt_cost_params *mpiopt_selection_model(void);
+
+/* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
+int mpiopt_env_asks_vendor(int is_reduce);
+
+/* 1 if `auto` may time its candidates (measured.c): it chooses from the built-in rows (no tuning
+ * file, no MPIOPT_ALLREDUCE / MPIOPT_REDUCE) and MPIOPT_MEASURE is not 0. */
+int mpiopt_selection_measures(int is_reduce);
+
+/* ---- measured choice (measured.c): auto times its candidates on a communicator's first calls ----
+ * The algorithm a blocking allreduce of count elements on c runs, where the rows chose
+ * rows_choice: a trial's candidate (*measuring = 1: time the call and give the time to
+ * mpiopt_measured_record), the class's agreed choice, or rows_choice where nothing is measured.
+ * predefined_op: the op is one of MPI's own (some candidates take only those). */
+mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm rows_choice,
+                                      size_t count, int predefined_op, int *measuring);
+void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
+                            double seconds);
+
+#endif

@@ -1,0 +1,47 @@
+/* What the generated bindings (bindings.py, collectives.list) share: the large-count test, the
+ * end of a Fortran call that started a request, and the name of the persistent collectives. */
+#ifndef MPIOPT_INTERPOSE_BINDINGS_H
+#define MPIOPT_INTERPOSE_BINDINGS_H
+
+#include <limits.h>
+#include "mpiopt.h"
+#include "coll/engine/report.h"
+
+/* The int to pass on for an MPI_Count, or 0 if the call needs the vendor's large-count form
+ * (count > INT_MAX: mpiopt's plans and C API take int counts, and a reduction of more than 2^31
+ * elements is bandwidth-bound, where the vendor's pipelined algorithms lose little); either way
+ * the call is the report's as one of the large-count door. A negative count reaches the int
+ * path's argument check (MPI_ERR_COUNT). */
+static inline int mpiopt_count_fits(MPI_Count count, int *n, mpiopt_call_kind kind)
+{
+    mpiopt_report_door(MPIOPT_DOOR_LARGE_COUNT);
+    if (count > INT_MAX) {
+        mpiopt_report_call(kind, MPIOPT_ALG_VENDOR, MPIOPT_WHY_LARGE_COUNT);
+        return 0;
+    }
+    *n = count < 0 ? -1 : (int)count;
+    return 1;
+}
+
+/* The end of a Fortran call that started a request: its handle for Fortran, the error code. */
+static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)
+{
+    if (rc == MPI_SUCCESS)
+        *request = PMPI_Request_c2f(r);
+    if (ierr)
+        *ierr = (MPI_Fint)rc;
+}
+
+/* MPI-4's persistent collectives (MPI_Allreduce_init, …): by their MPI-4 names where the MPI has
+ * them (also Intel MPI 2021.15, which says 3.1), by Open MPI 4.1's MPIX_ names where its
+ * pcollreq extension has them, else not at all. */
+#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
+#define PERSISTENT_NAME(name) MPI_##name
+#elif defined(OMPI_MAJOR_VERSION)
+#include <mpi-ext.h>
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define PERSISTENT_NAME(name) MPIX_##name
+#endif
+#endif
+
+#endif

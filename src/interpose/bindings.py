@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Writes the drop-in's MPI entry points for every row of collectives.list (its header says what
+each row gets) as one C file:
+
+    bindings.py collectives.list bindings.c
+
+The build runs it (CMakeLists.txt); the output is plain C to read in build/<flavour>/generated/.
+Only the standard library: it runs wherever CMake does."""
+import os
+import sys
+
+# kind: (C type, large-count C type, standard name, Fortran -> C conversion of argument x)
+KINDS = {
+    "sbuf": ("const void *", "const void *", "sendbuf", "mpiopt_fortran_buffer({})"),
+    "rbuf": ("void *", "void *", "recvbuf", "mpiopt_fortran_buffer({})"),
+    "count": ("int ", "MPI_Count ", "count", "(int)*{}"),
+    "type": ("MPI_Datatype ", "MPI_Datatype ", "datatype", "PMPI_Type_f2c(*{})"),
+    "op": ("MPI_Op ", "MPI_Op ", "op", "PMPI_Op_f2c(*{})"),
+    "root": ("int ", "int ", "root", "(int)*{}"),
+    "comm": ("MPI_Comm ", "MPI_Comm ", "comm", "PMPI_Comm_f2c(*{})"),
+}
+FORMS = {"handoff", "local", "nonblocking", "persistent"}
+
+
+class Row:
+    def __init__(self, line_no, words):
+        self.name = words[0]
+        self.args = []      # (kind, name)
+        self.forms = set()
+        for w in words[1:]:
+            kind, _, name = w.partition(":")
+            if kind in KINDS:
+                self.args.append((kind, name or KINDS[kind][2]))
+            elif w in FORMS:
+                self.forms.add(w)
+            else:
+                raise SystemExit(f"collectives.list:{line_no}: {w!r} is neither an argument kind "
+                                 f"({', '.join(KINDS)}) nor a form ({', '.join(sorted(FORMS))})")
+        if sum(k == "count" for k, _ in self.args) != 1:
+            raise SystemExit(f"collectives.list:{line_no}: {self.name} needs one count argument")
+        self.Name = self.name.capitalize()
+        self.NAME = self.name.upper()
+        self.count = next(n for k, n in self.args if k == "count")
+
+    def params(self, large=False):
+        return ", ".join(f"{KINDS[k][1 if large else 0]}{n}" for k, n in self.args)
+
+    def names(self, count=None):
+        return ", ".join(count if count and n == self.count else n for _, n in self.args)
+
+    def f_params(self):
+        return ", ".join(("void *" if k in ("sbuf", "rbuf") else "MPI_Fint *") + n
+                         for k, n in self.args)
+
+    def f_args(self):
+        return ", ".join(KINDS[k][3].format(n) for k, n in self.args)
+
+    def api(self, args, form="blocking", extra=""):
+        """The call of mpiopt's C API for this form, with args (a C argument list)."""
+        if "local" in self.forms:
+            return f"mpiopt_{self.name}({args})"
+        fn = {"blocking": f"mpiopt_{self.name}", "nonblocking": f"mpiopt_i{self.name}",
+              "persistent": f"mpiopt_{self.name}_init"}[form]
+        info = ", info" if form == "persistent" else ""
+        return f"{fn}({args}{info}{extra}, MPIOPT_ALG_AUTO{', ' + 'request' if form != 'blocking' else ''})"
+
+
+def read_rows(path):
+    rows = []
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if words:
+                rows.append(Row(i, words))
+    return rows
+
+
+def fortran_symbols(impl, params, args, lower, upper):
+    return (f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({params}), ({args}), {lower}, {upper})\n"
+            f"MPIOPT_FORTRAN_F08_SYMBOL({impl}, ({params}), ({args}), {lower})\n")
+
+
+def blocking(r):
+    out = []
+    if "handoff" in r.forms:
+        out.append(f"MPIOPT_HANDOFF_PLACEMENT int MPI_{r.Name}({r.params()})\n{{\n"
+                   f"    return mpiopt_{r.name}_entry({r.names()}, MPIOPT_ALG_AUTO);\n}}\n")
+    else:
+        out.append(f"int MPI_{r.Name}({r.params()})\n{{\n    return {r.api(r.names())};\n}}\n")
+    fp, fa = f"{r.f_params()}, MPI_Fint *ierr", f"{r.names()}, ierr"
+    out.append(f"static void {r.name}_f({fp})\n{{\n"
+               f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n"
+               f"    int rc = {r.api(r.f_args())};\n"
+               f"    if (ierr)\n        *ierr = (MPI_Fint)rc;\n}}\n")
+    out.append(fortran_symbols(f"{r.name}_f", fp, fa, f"mpi_{r.name}", f"MPI_{r.NAME}"))
+    return out
+
+
+def nonblocking(r):
+    fp, fa = f"{r.f_params()}, MPI_Fint *request, MPI_Fint *ierr", f"{r.names()}, request, ierr"
+    api = r.api(r.f_args(), "nonblocking").replace(", request)", ", &c_request)")
+    return [
+        f"int MPI_I{r.name}({r.params()}, MPI_Request *request)\n{{\n"
+        f"    return {r.api(r.names(), 'nonblocking')};\n}}\n",
+        f"static void i{r.name}_f({fp})\n{{\n"
+        f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n    MPI_Request c_request;\n"
+        f"    int rc = {api};\n"
+        f"    mpiopt_fortran_started(rc, c_request, request, ierr);\n}}\n",
+        fortran_symbols(f"i{r.name}_f", fp, fa, f"mpi_i{r.name}", f"MPI_I{r.NAME}"),
+    ]
+
+
+def persistent(r):
+    fp = f"{r.f_params()}, MPI_Fint *info, MPI_Fint *request, MPI_Fint *ierr"
+    fa = f"{r.names()}, info, request, ierr"
+    api = r.api(r.f_args(), "persistent").replace(", info,", ", PMPI_Info_f2c(*info),")
+    api = api.replace(", request)", ", &c_request)")
+    impl = f"{r.name}_init_f"
+    return [
+        "#ifdef PERSISTENT_NAME\n"
+        f"int PERSISTENT_NAME({r.Name}_init)({r.params()}, MPI_Info info, MPI_Request *request)\n"
+        f"{{\n    return {r.api(r.names(), 'persistent')};\n}}\n#endif\n",
+        f"static void {impl}({fp})\n{{\n"
+        f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n    MPI_Request c_request;\n"
+        f"    int rc = {api};\n"
+        f"    mpiopt_fortran_started(rc, c_request, request, ierr);\n}}\n",
+        # MPI-4 names where the MPI has them, else Open MPI 4.1's MPIX_ (whose `use mpi_f08`
+        # calls its own names, fortran.h)
+        "#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)\n"
+        f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({fp}), ({fa}), mpi_{r.name}_init, MPI_{r.NAME}_INIT)\n"
+        "#else\n"
+        f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({fp}), ({fa}), mpix_{r.name}_init, MPIX_{r.NAME}_INIT)\n"
+        f"MPIOPT_FORTRAN_F08_SYMBOL({impl}, ({fp}), ({fa}), mpix_{r.name}_init)\n"
+        "#endif\n",
+    ]
+
+
+def large_count(r):
+    """MPI_*_c: a count that fits an int takes the int binding's own path."""
+    out = []
+    forms = [("blocking", f"MPI_{r.Name}_c", f"PMPI_{r.Name}_c", f"MPIOPT_CALL_{r.NAME}", "", "")]
+    if "nonblocking" in r.forms:
+        forms.append(("nonblocking", f"MPI_I{r.name}_c", f"PMPI_I{r.name}_c",
+                      f"MPIOPT_CALL_I{r.NAME}", ", MPI_Request *request", ", request"))
+    if "persistent" in r.forms:
+        forms.append(("persistent", f"MPI_{r.Name}_init_c", f"PMPI_{r.Name}_init_c",
+                      f"MPIOPT_CALL_{r.NAME}_INIT", ", MPI_Info info, MPI_Request *request",
+                      ", info, request"))
+    for form, name, vendor, kind, extra_params, extra_args in forms:
+        if form == "blocking" and "handoff" in r.forms:
+            call = f"mpiopt_{r.name}_entry({r.names('n')}, MPIOPT_ALG_AUTO)"
+        else:
+            call = r.api(r.names("n"), form)
+        out.append(f"int {name}({r.params(large=True)}{extra_params})\n{{\n    int n;\n"
+                   f"    if (!mpiopt_count_fits({r.count}, &n, {kind}))\n"
+                   f"        return {vendor}({r.names()}{extra_args});\n"
+                   f"    return {call};\n}}\n")
+    return out
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: bindings.py collectives.list bindings.c")
+    rows = read_rows(sys.argv[1])
+    parts = [
+        "/* Generated by src/interpose/bindings.py from src/interpose/collectives.list: edit those,\n"
+        " * not this file. */\n"
+        '#include "mpiopt.h"\n#include "coll/entry/handoff.h"\n#include "coll/engine/report.h"\n'
+        '#include "interpose/bindings.h"\n#include "interpose/fortran.h"\n'
+    ]
+    for r in rows:
+        parts.append(f"\n/* ---- {r.name} ---- */\n")
+        parts += blocking(r)
+        if "nonblocking" in r.forms:
+            parts += nonblocking(r)
+        if "persistent" in r.forms:
+            parts += persistent(r)
+    parts.append("\n#ifdef MPIOPT_HAVE_LARGE_COUNT\n")
+    for r in rows:
+        parts += large_count(r)
+    parts.append("#endif\n")
+    text = "\n".join(parts)
+    with open(sys.argv[2] + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
