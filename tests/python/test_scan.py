@@ -3,8 +3,11 @@ MPIs: tests/c/plain_scan.c checks blocking, nonblocking and persistent scans of 
 against a rank-order reference (odd and large counts, in place, misaligned buffers, a
 non-commutative user op, wrapping char and short sums, error classes), and MPIOPT_REPORT shows
 that mpiopt's recursive doubling ran every call."""
+import importlib.util
 import os
 import re
+import sys
+import textwrap
 
 import pytest
 
@@ -73,3 +76,46 @@ def test_fortran_scans(flavour):
                  "MPI_IEXSCAN (Fortran)"):
         calls, by_mpiopt, _, _ = rows[kind]
         assert calls > 0 and by_mpiopt == calls, (kind, rows)
+
+
+MPI4PY_SCANS = textwrap.dedent("""
+    from array import array
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    rank, p = comm.Get_rank(), comm.Get_size()
+    n = 5001
+    a = array('d', (rank + i for i in range(n)))
+    b = array('d', bytes(8 * n))
+    incl = [rank * (rank + 1) / 2 + (rank + 1) * i for i in range(n)]
+    excl = [(rank - 1) * rank / 2 + rank * i for i in range(n)]
+    comm.Scan(a, b, op=MPI.SUM)
+    ok = list(b) == incl
+    comm.Exscan(a, b, op=MPI.SUM)
+    ok = ok and (rank == 0 or list(b) == excl)
+    comm.Iscan(a, b, op=MPI.SUM).Wait()
+    ok = ok and list(b) == incl
+    comm.Iexscan(a, b, op=MPI.SUM).Wait()
+    ok = ok and (rank == 0 or list(b) == excl)
+    oks = comm.allgather(ok)
+    if rank == 0:
+        print("mpi4py scans:", "ok" if all(oks) else "FAILED")
+""")
+
+
+def test_mpi4py_scans(tmp_path):
+    """mpi4py's Scan, Exscan, Iscan, Iexscan reach mpiopt's algorithm through the drop-in."""
+    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
+    if spec is None or not spec.origin:
+        pytest.skip("mpi4py is not installed in this Python")
+    flavour = mpi.linked_flavour(spec.origin)   # found without importing it (test_dropin.py)
+    if flavour is None or flavour not in mpi.built_flavours():
+        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    script = tmp_path / "scans.py"
+    script.write_text(MPI4PY_SCANS)
+    r = mpi.run(flavour, 3, [sys.executable, script], preload=True,
+                env=dict(os.environ, MPIOPT_REPORT="1"), timeout=180)
+    assert r.returncode == 0 and "mpi4py scans: ok" in r.stdout, r.stdout + r.stderr[-2000:]
+    rows = report_rows(r.stderr)
+    for kind in ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan"):
+        calls, by_mpiopt, _, _ = rows[kind]
+        assert calls == 3 and by_mpiopt == 3, (kind, rows)
