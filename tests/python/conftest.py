@@ -5,6 +5,7 @@ developer's machine without `make build` those tests are skipped, but where the 
 required (MPIOPT_REQUIRE_BUILD=1, set by .ci/run) a missing build fails them instead."""
 from __future__ import annotations
 
+import importlib.util
 import contextlib
 import io
 import os
@@ -90,3 +91,17 @@ def report_total(stderr: str):
     """(calls mpiopt ran, all calls) from the report's last line, or None."""
     m = _REPORT_TOTAL.search(stderr)
     return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def mpi4py_flavour(built=None) -> str:
+    """The MPI flavour mpi4py is linked with, found without importing it (importing mpi4py.MPI
+    initializes MPI in the pytest process, as an Open MPI singleton whose environment variables,
+    inherited by every later mpirun the tests start, make those launches fail); skips the test
+    when mpi4py is missing or linked with an MPI not in `built` (default: the built flavours)."""
+    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
+    if spec is None or not spec.origin:
+        pytest.skip("mpi4py is not installed in this Python")
+    flavour = mpi.linked_flavour(spec.origin)
+    if flavour is None or flavour not in (mpi.built_flavours() if built is None else built):
+        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    return flavour

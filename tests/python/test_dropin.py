@@ -2,7 +2,6 @@
 a C program built with the plain mpicc, a Fortran program (`use mpi`), and an mpi4py program.
 MPIOPT_VERBOSE=1 proves each call went through mpiopt (rank 0 names the algorithm per size
 class); forcing algorithms with MPIOPT_ALLREDUCE / MPIOPT_REDUCE checks they really ran."""
-import importlib.util
 import os
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import textwrap
 import pytest
 
 from mpiopt import mpi
-from conftest import require_build
+from conftest import mpi4py_flavour, require_build
 
 ROOT = mpi.repo_root()
 
@@ -103,15 +102,7 @@ MPI4PY_PROGRAM = textwrap.dedent("""
 
 
 def test_mpi4py_program(tmp_path):
-    # Locate mpi4py's extension without importing it: importing mpi4py.MPI initializes MPI in
-    # this (pytest) process, as an Open MPI singleton whose environment variables, inherited by
-    # every later mpirun the tests start, make those launches fail.
-    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
-    if spec is None or not spec.origin:
-        pytest.skip("mpi4py is not installed in this Python")
-    flavour = mpi.linked_flavour(spec.origin)
-    if flavour is None or flavour not in mpi.built_flavours():
-        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    flavour = mpi4py_flavour()
     script = tmp_path / "prog.py"
     script.write_text(MPI4PY_PROGRAM)
     env = dict(os.environ, MPIOPT_VERBOSE="1", MPIOPT_ALLREDUCE="recursive_doubling",

@@ -5,7 +5,6 @@ ranks of compute, MPI and sync time are known), exchanges of known sizes give ex
 and matrices (ring, 2-D halo, persistent requests), with C, Fortran and mpi4py programs."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import BUILT_FLAVOURS, run_mpiopt
+from conftest import BUILT_FLAVOURS, mpi4py_flavour, run_mpiopt
 from mpiopt import mpi
 from mpiopt.placement import off_node_bytes, order_placement, partition, method_placement
 
@@ -302,12 +301,7 @@ c.Allreduce(a, b)
 
 
 def test_mpi4py_program(tmp_path):
-    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
-    if spec is None or not spec.origin:
-        pytest.skip("mpi4py is not installed in this Python")
-    flavour = mpi.linked_flavour(spec.origin)
-    if flavour not in PROFILED:
-        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    flavour = mpi4py_flavour(PROFILED)
     script = tmp_path / "prog.py"
     script.write_text(MPI4PY_PROGRAM)
     data = profile(tmp_path, 3, [sys.executable, script])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILT_FLAVOURS, run_mpiopt
+from conftest import BUILT_FLAVOURS, mpi4py_flavour, run_mpiopt
 from mpiopt import mpi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -157,12 +157,8 @@ def test_mpi4py_sites_are_in_mpi4py(tmp_path):
     function (+offset: the wheel has no debug info), with the exact count."""
     import importlib.util
     import sys
-    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
-    if spec is None or not spec.origin:
-        pytest.skip("mpi4py is not installed in this Python")
-    flavour = mpi.linked_flavour(spec.origin)
-    if flavour not in PROFILED:
-        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    flavour = mpi4py_flavour(PROFILED)
+    spec = importlib.util.find_spec("mpi4py.MPI")
     script = tmp_path / "prog.py"
     script.write_text(MPI4PY_PROGRAM)
     out = tmp_path / "prof"

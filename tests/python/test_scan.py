@@ -3,7 +3,6 @@ MPIs: tests/c/plain_scan.c checks blocking, nonblocking and persistent scans of 
 against a rank-order reference (odd and large counts, in place, misaligned buffers, a
 non-commutative user op, wrapping char and short sums, error classes), and MPIOPT_REPORT shows
 that mpiopt's recursive doubling ran every call."""
-import importlib.util
 import os
 import re
 import sys
@@ -12,7 +11,7 @@ import textwrap
 import pytest
 
 from mpiopt import mpi
-from conftest import report_rows, require_build
+from conftest import mpi4py_flavour, report_rows, require_build
 
 KINDS = ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan", "MPI_Scan_init", "MPI_Exscan_init")
 
@@ -104,12 +103,7 @@ MPI4PY_SCANS = textwrap.dedent("""
 
 def test_mpi4py_scans(tmp_path):
     """mpi4py's Scan, Exscan, Iscan, Iexscan reach mpiopt's algorithm through the drop-in."""
-    spec = importlib.util.find_spec("mpi4py.MPI") if importlib.util.find_spec("mpi4py") else None
-    if spec is None or not spec.origin:
-        pytest.skip("mpi4py is not installed in this Python")
-    flavour = mpi.linked_flavour(spec.origin)   # found without importing it (test_dropin.py)
-    if flavour is None or flavour not in mpi.built_flavours():
-        pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
+    flavour = mpi4py_flavour()
     script = tmp_path / "scans.py"
     script.write_text(MPI4PY_SCANS)
     r = mpi.run(flavour, 3, [sys.executable, script], preload=True,

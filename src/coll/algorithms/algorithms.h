@@ -75,7 +75,6 @@ MPIOPT_ALGORITHM_LIST(MPIOPT_DECLARE_ALGORITHM)
 /* Scan (exclusive = 0) or exscan (1) by recursive doubling (scan.c): this rank's input in c->src,
  * or in buf (MPI_IN_PLACE); its prefix lands in buf (an exscan leaves rank 0's buf as it was). */
 int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count, int exclusive);
-double mpiopt_cost_scan_recursive_doubling(const mpiopt_cost_call *x);
 
 /* The registry (registry.c): one entry per mpiopt_algorithm, from mpiopt_algorithms.h (their
  * names are the engine's, engine.h, for the report). The selectors (auto, vendor) have no

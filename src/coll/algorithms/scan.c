@@ -87,8 +87,3 @@ int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count
     mpiopt_scratch_free(theirs);
     return rc;
 }
-
-double mpiopt_cost_scan_recursive_doubling(const mpiopt_cost_call *x)
-{
-    return x->lc * (mpiopt_cost_steps(x, 1, 1, 0, 0) + 2 * x->n * x->params->gamma);
-}
