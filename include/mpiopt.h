@@ -100,6 +100,33 @@ int mpiopt_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                        MPI_Op op, MPI_Comm comm, MPI_Info info, mpiopt_algorithm algorithm,
                        MPI_Request *request);
 
+/* ---- reduce-scatter (src/coll/entry/reduce_scatter.c) ----
+ * As MPI_Reduce_scatter_block, MPI_Reduce_scatter and their nonblocking and persistent forms:
+ * algorithm MPIOPT_ALG_AUTO, MPIOPT_ALG_RABENSEIFNER (recursive halving: a power-of-two number of
+ * processes and equal blocks), MPIOPT_ALG_RING (commutative ops), MPIOPT_ALG_BINOMIAL (a binomial
+ * reduce and a scatter: any call; auto takes over a call the one asked for cannot), or the
+ * vendor's (MPIOPT_ALG_VENDOR, MPIOPT_REDUCE_SCATTER_BLOCK / MPIOPT_REDUCE_SCATTER=vendor, and
+ * what mpiopt cannot take). */
+int mpiopt_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                mpiopt_algorithm algorithm);
+int mpiopt_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                          mpiopt_algorithm algorithm);
+int mpiopt_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                 mpiopt_algorithm algorithm, MPI_Request *request);
+int mpiopt_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                           mpiopt_algorithm algorithm, MPI_Request *request);
+int mpiopt_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                     MPI_Info info, mpiopt_algorithm algorithm,
+                                     MPI_Request *request);
+int mpiopt_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                               mpiopt_algorithm algorithm, MPI_Request *request);
+
 /* MPI_Wait, MPI_Test, MPI_Waitall, … for requests of any kind. */
 int mpiopt_request_wait(MPI_Request *request, MPI_Status *status);
 int mpiopt_request_test(MPI_Request *request, int *flag, MPI_Status *status);

@@ -76,7 +76,16 @@ typedef struct {
 #define MAX_LISTED_SIZES 64
 
 /* The collective measured: --reduce (to root 0), --scan, --exscan, else MPI_Allreduce. */
-typedef enum { BENCH_ALLREDUCE, BENCH_REDUCE, BENCH_SCAN, BENCH_EXSCAN } bench_operation;
+/* BENCH_SCAN and later: checked by the test programs, not --validation. A reduce-scatter's size
+ * is its whole send buffer, OSU's figure (osu_reduce_scatter): each rank receives a p-th. */
+typedef enum {
+    BENCH_ALLREDUCE,
+    BENCH_REDUCE,
+    BENCH_SCAN,
+    BENCH_EXSCAN,
+    BENCH_REDUCE_SCATTER_BLOCK,
+    BENCH_REDUCE_SCATTER
+} bench_operation;
 
 typedef struct {
     long long min_size, max_size;

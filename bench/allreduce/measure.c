@@ -129,6 +129,23 @@ static int call(const options *o, mpiopt_algorithm alg, const void *sendbuf, voi
         return mpi      ? MPI_Exscan(sendbuf, recvbuf, count, t, op, o->comm)
                : vendor ? PMPI_Exscan(sendbuf, recvbuf, count, t, op, o->comm)
                         : mpiopt_exscan(sendbuf, recvbuf, count, t, op, o->comm, alg);
+    case BENCH_REDUCE_SCATTER_BLOCK:
+        count /= nranks;
+        return mpi      ? MPI_Reduce_scatter_block(sendbuf, recvbuf, count, t, op, o->comm)
+               : vendor ? PMPI_Reduce_scatter_block(sendbuf, recvbuf, count, t, op, o->comm)
+                        : mpiopt_reduce_scatter_block(sendbuf, recvbuf, count, t, op, o->comm,
+                                                      alg);
+    case BENCH_REDUCE_SCATTER: {
+        /* OSU's split: count / p each, the remainder one more on the first ranks */
+        static int *counts;
+        if (!counts && !(counts = malloc(sizeof(int) * (size_t)nranks)))
+            return MPI_ERR_NO_MEM;
+        for (int r = 0; r < nranks; r++)
+            counts[r] = count / nranks + (r < count % nranks);
+        return mpi      ? MPI_Reduce_scatter(sendbuf, recvbuf, counts, t, op, o->comm)
+               : vendor ? PMPI_Reduce_scatter(sendbuf, recvbuf, counts, t, op, o->comm)
+                        : mpiopt_reduce_scatter(sendbuf, recvbuf, counts, t, op, o->comm, alg);
+    }
     default:
         return mpi      ? MPI_Allreduce(sendbuf, recvbuf, count, t, op, o->comm)
                : vendor ? PMPI_Allreduce(sendbuf, recvbuf, count, t, op, o->comm)

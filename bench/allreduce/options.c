@@ -74,6 +74,11 @@ static void usage(FILE *out)
           "      --op NAME                 sum (default), prod, max, min\n"
           "      --reduce                  benchmark MPI_Reduce to root 0 instead of MPI_Allreduce\n"
           "      --scan, --exscan          benchmark MPI_Scan / MPI_Exscan (columns vendor, auto)\n"
+          "      --reduce-scatter-block, --reduce-scatter\n"
+          "                                benchmark MPI_Reduce_scatter_block / MPI_Reduce_scatter;\n"
+          "                                the size is the whole send buffer, each rank gets a\n"
+          "                                p-th, as OSU's (columns vendor, auto, rabenseifner,\n"
+          "                                ring, binomial, memcpy)\n"
           "      --mpi-symbol              the auto column calls MPI_Allreduce / MPI_Reduce (mpiopt's,\n"
           "                                as libmpiopt is linked) instead of mpiopt_allreduce, so a\n"
           "                                preloaded tool such as libmpiopt-profile.so sees each call\n"
@@ -245,7 +250,7 @@ static void parse_algorithms(const char *arg, options *o)
 
 void parse_options(int argc, char **argv, options *o)
 {
-    enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_SCAN, OPT_EXSCAN, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
+    enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_SCAN, OPT_EXSCAN, OPT_REDUCE_SCATTER_BLOCK, OPT_REDUCE_SCATTER, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
            OPT_LIST_ALGORITHMS, OPT_OVERHEAD, OPT_LIVE_COMMS };
     static const struct option longopts[] = {
         { "message-size", required_argument, 0, 'm' },
@@ -261,6 +266,8 @@ void parse_options(int argc, char **argv, options *o)
         { "reduce", no_argument, 0, OPT_REDUCE },
         { "scan", no_argument, 0, OPT_SCAN },
         { "exscan", no_argument, 0, OPT_EXSCAN },
+        { "reduce-scatter-block", no_argument, 0, OPT_REDUCE_SCATTER_BLOCK },
+        { "reduce-scatter", no_argument, 0, OPT_REDUCE_SCATTER },
         { "time-limit", required_argument, 0, OPT_TIME_LIMIT },
         { "mpi-symbol", no_argument, 0, OPT_MPI_SYMBOL },
         { "list-algorithms", no_argument, 0, OPT_LIST_ALGORITHMS },
@@ -310,6 +317,8 @@ void parse_options(int argc, char **argv, options *o)
         case OPT_REDUCE: o->operation = BENCH_REDUCE; break;
         case OPT_SCAN: o->operation = BENCH_SCAN; break;
         case OPT_EXSCAN: o->operation = BENCH_EXSCAN; break;
+        case OPT_REDUCE_SCATTER_BLOCK: o->operation = BENCH_REDUCE_SCATTER_BLOCK; break;
+        case OPT_REDUCE_SCATTER: o->operation = BENCH_REDUCE_SCATTER; break;
         case OPT_MPI_SYMBOL: o->mpi_symbol = 1; break;
         case OPT_LIST_ALGORITHMS: list = 1; break;
         case OPT_OVERHEAD: o->overhead = 1; break;
@@ -362,11 +371,18 @@ void parse_options(int argc, char **argv, options *o)
     if (o->operation >= BENCH_SCAN) {
         if (o->validate)
             fail(1, "--validation checks allreduce and reduce results only");
-        for (int k = 0; k < o->ncolumns; k++)
-            if (o->columns[k] != MPIOPT_ALG_AUTO && o->columns[k] != MPIOPT_ALG_VENDOR &&
-                o->columns[k] != MEMCPY_COLUMN)
-                fail(1, "a scan has the columns vendor, auto and memcpy (auto is mpiopt's "
-                        "recursive doubling), not '%s'", column_name(o->columns[k]));
+        int scatter = o->operation >= BENCH_REDUCE_SCATTER_BLOCK;
+        for (int k = 0; k < o->ncolumns; k++) {
+            mpiopt_algorithm a = o->columns[k];
+            if (a == MPIOPT_ALG_AUTO || a == MPIOPT_ALG_VENDOR || a == MEMCPY_COLUMN ||
+                (scatter && (a == MPIOPT_ALG_RABENSEIFNER || a == MPIOPT_ALG_RING ||
+                             a == MPIOPT_ALG_BINOMIAL)))
+                continue;
+            fail(1, scatter ? "a reduce-scatter has the columns vendor, auto, rabenseifner, ring, "
+                              "binomial and memcpy, not '%s'"
+                            : "a scan has the columns vendor, auto and memcpy (auto is mpiopt's "
+                              "recursive doubling), not '%s'", column_name(a));
+        }
     }
     if (o->min_size > o->max_size)
         fail(1, "minimum message size %lld is larger than the maximum %lld", o->min_size, o->max_size);

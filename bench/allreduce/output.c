@@ -14,13 +14,15 @@
 
 static const char *label(const options *o)
 {
-    static const char *const names[] = {"Allreduce", "Reduce", "Scan", "Exscan"};
+    static const char *const names[] = {"Allreduce", "Reduce", "Scan", "Exscan",
+                                         "Reduce_scatter_block", "Reduce_scatter"};
     return names[o->operation];
 }
 
 static const char *operation_name(const options *o)
 {
-    static const char *const names[] = {"allreduce", "reduce", "scan", "exscan"};
+    static const char *const names[] = {"allreduce", "reduce", "scan", "exscan",
+                                         "reduce_scatter_block", "reduce_scatter"};
     return names[o->operation];
 }
 

@@ -4,6 +4,7 @@
 #define MPIOPT_INTERPOSE_BINDINGS_H
 
 #include <limits.h>
+#include <stdlib.h>
 #include "mpiopt.h"
 #include "coll/engine/report.h"
 
@@ -22,6 +23,35 @@ static inline int mpiopt_count_fits(MPI_Count count, int *n, mpiopt_call_kind ki
     *n = count < 0 ? -1 : (int)count;
     return 1;
 }
+
+/* The counts as ints (malloc'd: the caller frees them) for a call whose counts all fit one, or
+ * NULL if the call needs the vendor's large-count form: a count above INT_MAX (as above), or a
+ * call the vendor judges (no communicator, no counts, no memory for the copy). The calls that
+ * take the ints have copied what they need of them when they return (also a started request). */
+static inline int *mpiopt_counts_fit(const MPI_Count *counts, MPI_Comm comm,
+                                     mpiopt_call_kind kind)
+{
+    int p;
+    int *n = NULL;
+    mpiopt_report_door(MPIOPT_DOOR_LARGE_COUNT);
+    if (counts && comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &p) == MPI_SUCCESS &&
+        (n = malloc(sizeof(int) * (size_t)(p > 0 ? p : 1)))) {
+        for (int r = 0; r < p; r++) {
+            if (counts[r] > INT_MAX) {
+                free(n);
+                mpiopt_report_call(kind, MPIOPT_ALG_VENDOR, MPIOPT_WHY_LARGE_COUNT);
+                return NULL;
+            }
+            n[r] = counts[r] < 0 ? -1 : (int)counts[r];
+        }
+        return n;
+    }
+    mpiopt_report_call(kind, MPIOPT_ALG_VENDOR, MPIOPT_WHY_ARGUMENTS);
+    return NULL;
+}
+
+/* The Fortran bindings pass an INTEGER array of counts on as an int array. */
+_Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not an int");
 
 /* The end of a Fortran call that started a request: its handle for Fortran, the error code. */
 static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)

@@ -14,6 +14,8 @@ KINDS = {
     "sbuf": ("const void *", "const void *", "sendbuf", "mpiopt_fortran_buffer({})"),
     "rbuf": ("void *", "void *", "recvbuf", "mpiopt_fortran_buffer({})"),
     "count": ("int ", "MPI_Count ", "count", "(int)*{}"),
+    # one count a process (MPI_Reduce_scatter): MPI_Fint is int (bindings.h checks)
+    "counts": ("const int *", "const MPI_Count *", "recvcounts", "(const int *){}"),
     "type": ("MPI_Datatype ", "MPI_Datatype ", "datatype", "PMPI_Type_f2c(*{})"),
     "op": ("MPI_Op ", "MPI_Op ", "op", "PMPI_Op_f2c(*{})"),
     "root": ("int ", "int ", "root", "(int)*{}"),
@@ -36,11 +38,13 @@ class Row:
             else:
                 raise SystemExit(f"collectives.list:{line_no}: {w!r} is neither an argument kind "
                                  f"({', '.join(KINDS)}) nor a form ({', '.join(sorted(FORMS))})")
-        if sum(k == "count" for k, _ in self.args) != 1:
-            raise SystemExit(f"collectives.list:{line_no}: {self.name} needs one count argument")
+        if sum(k in ("count", "counts") for k, _ in self.args) != 1:
+            raise SystemExit(f"collectives.list:{line_no}: {self.name} needs one count or counts "
+                             f"argument")
         self.Name = self.name.capitalize()
         self.NAME = self.name.upper()
-        self.count = next(n for k, n in self.args if k == "count")
+        self.count = next(n for k, n in self.args if k in ("count", "counts"))
+        self.counts = any(k == "counts" for k, _ in self.args)
 
     def params(self, large=False):
         return ", ".join(f"{KINDS[k][1 if large else 0]}{n}" for k, n in self.args)
@@ -136,7 +140,8 @@ def persistent(r):
 
 
 def large_count(r):
-    """MPI_*_c: a count that fits an int takes the int binding's own path."""
+    """MPI_*_c: a count that fits an int takes the int binding's own path (counts that all fit
+    an int: a copy of them as ints)."""
     out = []
     forms = [("blocking", f"MPI_{r.Name}_c", f"PMPI_{r.Name}_c", f"MPIOPT_CALL_{r.NAME}", "", "")]
     if "nonblocking" in r.forms:
@@ -151,6 +156,13 @@ def large_count(r):
             call = f"mpiopt_{r.name}_entry({r.names('n')}, MPIOPT_ALG_AUTO)"
         else:
             call = r.api(r.names("n"), form)
+        if r.counts:
+            out.append(f"int {name}({r.params(large=True)}{extra_params})\n{{\n"
+                       f"    int *n = mpiopt_counts_fit({r.count}, comm, {kind});\n"
+                       f"    if (!n)\n"
+                       f"        return {vendor}({r.names()}{extra_args});\n"
+                       f"    int rc = {call};\n    free(n);\n    return rc;\n}}\n")
+            continue
         out.append(f"int {name}({r.params(large=True)}{extra_params})\n{{\n    int n;\n"
                    f"    if (!mpiopt_count_fits({r.count}, &n, {kind}))\n"
                    f"        return {vendor}({r.names()}{extra_args});\n"

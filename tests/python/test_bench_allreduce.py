@@ -61,6 +61,20 @@ def test_scans_are_measured_against_the_vendor(flavour, operation):
 
 
 @needs_build
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize("operation", ["reduce-scatter-block", "reduce-scatter"])
+def test_reduce_scatters_are_measured_against_the_vendor(flavour, operation):
+    columns = ["vendor", "auto", "rabenseifner", "ring", "binomial"]
+    r = bench(flavour, 2, f"--{operation}", "-m", "16:256", "-i", "3", "-x", "1",
+              "--algorithms", ",".join(columns), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["operation"] == operation.replace("-", "_") and doc["algorithms"] == columns
+    sizes = {(x["algorithm"], x["bytes"]) for x in doc["results"] if x["avg_us"] > 0}
+    assert sizes == {(a, b) for a in columns for b in (16, 32, 64, 128, 256)}
+
+
+@needs_build
 def test_a_list_of_sizes_measures_exactly_those():
     flavour = FLAVOURS[0]
     r = bench(flavour, 2, "-m", "8,24,4096", "-i", "2", "-x", "1", "-c")
@@ -164,6 +178,7 @@ def test_on_a_communicator_made_after_many_live_ones(flavour):
     (["--live-comms", "-1"], "bad --live-comms"),
     (["--scan", "--algorithms", "vendor,ring"], "not 'ring'"),
     (["--exscan", "-c"], "--validation checks allreduce and reduce results only"),
+    (["--reduce-scatter", "--algorithms", "vendor,shared_memory"], "not 'shared_memory'"),
     (["stray"], "unexpected argument"),
 ])
 def test_bad_options_fail_with_a_message(args, message):

@@ -2,16 +2,15 @@
 MPIs: tests/c/plain_scan.c checks blocking, nonblocking and persistent scans of every op and type
 against a rank-order reference (odd and large counts, in place, misaligned buffers, a
 non-commutative user op, wrapping char and short sums, error classes), and MPIOPT_REPORT shows
-that mpiopt's recursive doubling ran every call."""
+that mpiopt's recursive doubling ran every call. The Fortran and mpi4py doors of the scans are
+tested with the reduce-scatters' (test_reduce_scatter.py)."""
 import os
 import re
-import sys
-import textwrap
 
 import pytest
 
 from mpiopt import mpi
-from conftest import mpi4py_flavour, report_rows, require_build
+from conftest import report_rows, require_build
 
 KINDS = ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan", "MPI_Scan_init", "MPI_Exscan_init")
 
@@ -58,58 +57,3 @@ def test_open_mpi_alone_saturates_small_sums_and_the_drop_in_does_not():
     wrong = re.findall(r"^FAIL rank \d+ (?:scan|exscan) \w+ sum (unsigned char|short) ", r.stdout,
                        re.M)
     assert {"unsigned char", "short"} <= set(wrong), r.stdout[-3000:]
-
-
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
-def test_fortran_scans(flavour):
-    """`use mpi`: MPI_SCAN, MPI_EXSCAN (also in place) and MPI_ISCAN, MPI_IEXSCAN, all mpiopt's."""
-    require_build(flavour)
-    exe = mpi.binary(flavour, "ftest-dropin_scan")
-    if not exe.exists():
-        pytest.skip("no Fortran compiler in this build")
-    r = mpi.run(flavour, 3, [exe], preload=True, env=dict(os.environ, MPIOPT_REPORT="1"),
-                timeout=120)
-    assert r.returncode == 0 and "fscan: ok" in r.stdout, r.stdout + r.stderr[-2000:]
-    rows = report_rows(r.stderr)
-    for kind in ("MPI_SCAN (Fortran)", "MPI_EXSCAN (Fortran)", "MPI_ISCAN (Fortran)",
-                 "MPI_IEXSCAN (Fortran)"):
-        calls, by_mpiopt, _, _ = rows[kind]
-        assert calls > 0 and by_mpiopt == calls, (kind, rows)
-
-
-MPI4PY_SCANS = textwrap.dedent("""
-    from array import array
-    from mpi4py import MPI
-    comm = MPI.COMM_WORLD
-    rank, p = comm.Get_rank(), comm.Get_size()
-    n = 5001
-    a = array('d', (rank + i for i in range(n)))
-    b = array('d', bytes(8 * n))
-    incl = [rank * (rank + 1) / 2 + (rank + 1) * i for i in range(n)]
-    excl = [(rank - 1) * rank / 2 + rank * i for i in range(n)]
-    comm.Scan(a, b, op=MPI.SUM)
-    ok = list(b) == incl
-    comm.Exscan(a, b, op=MPI.SUM)
-    ok = ok and (rank == 0 or list(b) == excl)
-    comm.Iscan(a, b, op=MPI.SUM).Wait()
-    ok = ok and list(b) == incl
-    comm.Iexscan(a, b, op=MPI.SUM).Wait()
-    ok = ok and (rank == 0 or list(b) == excl)
-    oks = comm.allgather(ok)
-    if rank == 0:
-        print("mpi4py scans:", "ok" if all(oks) else "FAILED")
-""")
-
-
-def test_mpi4py_scans(tmp_path):
-    """mpi4py's Scan, Exscan, Iscan, Iexscan reach mpiopt's algorithm through the drop-in."""
-    flavour = mpi4py_flavour()
-    script = tmp_path / "scans.py"
-    script.write_text(MPI4PY_SCANS)
-    r = mpi.run(flavour, 3, [sys.executable, script], preload=True,
-                env=dict(os.environ, MPIOPT_REPORT="1"), timeout=180)
-    assert r.returncode == 0 and "mpi4py scans: ok" in r.stdout, r.stdout + r.stderr[-2000:]
-    rows = report_rows(r.stderr)
-    for kind in ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan"):
-        calls, by_mpiopt, _, _ = rows[kind]
-        assert calls == 3 and by_mpiopt == 3, (kind, rows)

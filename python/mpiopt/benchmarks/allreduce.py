@@ -63,6 +63,12 @@ MAX_SIZES = 64      # sizes the C benchmark takes in one list
 # floor for it (bench/allreduce/allreduce_bench.h); not for a reduce, whose other ranks write none.
 FLOOR = "memcpy"
 
+# What the C benchmark measures (its --reduce, --scan, ... flags); the scans and reduce-scatters
+# have their own algorithms (docs/collectives.md), not the allreduce list.
+SCAN_OPERATIONS = ("scan", "exscan")
+SCATTER_OPERATIONS = ("reduce_scatter_block", "reduce_scatter")
+OPERATIONS = ["allreduce", "reduce", *SCAN_OPERATIONS, *SCATTER_OPERATIONS]
+
 
 def parse_algorithms(text: str) -> str:
     """Checks a --algorithms value here, so a typo is a usage error before any MPI run."""
@@ -76,6 +82,10 @@ def sweep_columns(requested: str, operation: str) -> str:
     an allreduce the floor too (what `make run` shows); a list as given."""
     if requested != "all":
         return requested
+    if operation in SCAN_OPERATIONS:
+        return "vendor,auto"
+    if operation in SCATTER_OPERATIONS:
+        return "vendor,auto,rabenseifner,ring,binomial"
     names = algorithms.names()
     names = ["vendor"] + [a for a in names if a != "vendor"]
     return ",".join(names + ([FLOOR] if operation == "allreduce" else []))
@@ -110,7 +120,7 @@ def choose_flavours(requested: str, binary: str = BENCH_BINARY) -> list[str]:
 
 def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
-            datatype: str = "double", op: str = "sum", reduce: bool = False,
+            datatype: str = "double", op: str = "sum", operation: str = "allreduce",
             validate: bool = False, time_limit: float = 0, timeout: float = 900,
             env: dict | None = None, live_comms: int = 0) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results"); `env`: the
@@ -123,8 +133,8 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv += ["--time-limit", time_limit]
     if live_comms > 0:
         argv += ["--live-comms", live_comms]
-    if reduce:
-        argv.append("--reduce")
+    if operation != "allreduce":    # --reduce, --scan, --reduce-scatter-block, ...
+        argv.append("--" + operation.replace("_", "-"))
     if validate:
         argv.append("-c")
     # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/select/measured.c)
@@ -266,7 +276,8 @@ def add_arguments(p) -> None:
     p.add_argument("--type", default="double", help="element type: double (default), float, int, char, ...")
     p.add_argument("--op", default="sum", choices=["sum", "prod", "max", "min"], help="reduction op (default sum)")
     p.add_argument("--operations", default="allreduce,reduce", metavar="LIST",
-                   help="allreduce, reduce (root 0) or both (default allreduce,reduce)")
+                   help=f"some of {', '.join(OPERATIONS)} (reduce: to root 0; a reduce-scatter's "
+                   "size is its whole send buffer, as OSU's; default allreduce,reduce)")
     p.add_argument("--reduce", action="store_true", help="MPI_Reduce only (= --operations reduce)")
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the hand-off overhead measurement (mpiopt-allreduce --overhead)")
@@ -392,7 +403,7 @@ def run(args) -> int:
         from .allreduce_overlap import run_nonblocking
         return run_nonblocking(args, flavours, ranks, sizes)
     operations = ["reduce"] if args.reduce else parse_names(args.operations, "--operations",
-                                                             ["allreduce", "reduce"])
+                                                             OPERATIONS)
     console = report_console(stderr=args.json)
     runs: dict[tuple, list[dict]] = {}     # (flavour, operation, np): one document a repetition
     overhead, failures = [], []
@@ -410,7 +421,7 @@ def run(args) -> int:
                             doc = measure(flavour, np, sizes, sweep_columns(args.algorithms, operation),
                                           args.iterations, args.warmup,
                                           args.iterations_large, args.warmup_large, args.type, args.op,
-                                          operation == "reduce", args.validate, args.time_limit,
+                                          operation, args.validate, args.time_limit,
                                           live_comms=getattr(args, "live_comms", 0))
                             doc["oversubscribed"] = oversubscribed(np)
                             doc["cores"] = os.cpu_count() or 1

@@ -272,7 +272,7 @@ def run(args) -> int:
                     try:
                         docs[op].append(bench.measure(
                             flavour, np, sizes, ",".join(tuned), args.iterations, args.warmup,
-                            args.iterations_large, args.warmup_large, reduce=op == "reduce",
+                            args.iterations_large, args.warmup_large, operation=op,
                             time_limit=args.time_limit, env=env))
                     except RuntimeError as e:
                         console.print(f"[red]error:[/red] {e}\nnothing written")

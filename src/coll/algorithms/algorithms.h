@@ -54,6 +54,12 @@ void mpiopt_fold_end(mpiopt_fold *f);
  * allgather fills it). */
 void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi);
 int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count);
+/* The same over blocks [displs[b], displs[b + 1]) (p + 1 offsets; NULL: mpiopt_ring_block's). With
+ * own_out set, it ends on this rank's own block r instead, and writes that block's result at
+ * own_out (which may be tmp's block r, or not overlap the data at all); buf may then be tmp
+ * itself (the blocks in between are kept in tmp). */
+int mpiopt_reduce_scatter_ring_blocks(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
+                                      const size_t *displs, void *own_out);
 int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count);
 
 /* Binomial broadcast of count elements from rank root. */
@@ -75,6 +81,16 @@ MPIOPT_ALGORITHM_LIST(MPIOPT_DECLARE_ALGORITHM)
 /* Scan (exclusive = 0) or exscan (1) by recursive doubling (scan.c): this rank's input in c->src,
  * or in buf (MPI_IN_PLACE); its prefix lands in buf (an exscan leaves rank 0's buf as it was). */
 int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count, int exclusive);
+
+/* Reduce-scatter (reduce_scatter.c): rank r gets block r, elements [displs[r], displs[r + 1]) of
+ * the reduction (displs: p + 1 offsets), at the start of recvbuf; this rank's input in c->src, or
+ * in recvbuf (MPI_IN_PLACE). ring: commutative ops only; halving: p a power of two and equal
+ * blocks; binomial: any call. */
+int mpiopt_reduce_scatter_blocks_ring(const mpiopt_coll *c, void *recvbuf, const size_t *displs);
+int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
+                                         const size_t *displs);
+int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
+                                          const size_t *displs);
 
 /* The registry (registry.c): one entry per mpiopt_algorithm, from mpiopt_algorithms.h (their
  * names are the engine's, engine.h, for the report). The selectors (auto, vendor) have no

@@ -28,25 +28,48 @@ void mpiopt_ring_block(size_t count, int p, int b, size_t *lo, size_t *hi)
     *hi = *lo + base + (ub < rem ? 1 : 0);
 }
 
-int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count)
+/* Block b's elements: [displs[b], displs[b + 1]), or mpiopt_ring_block's equal split. */
+static void block_range(size_t count, int p, const size_t *displs, int b, size_t *lo, size_t *hi)
+{
+    if (!displs) {
+        mpiopt_ring_block(count, p, b, lo, hi);
+        return;
+    }
+    *lo = displs[b];
+    *hi = displs[b + 1];
+}
+
+int mpiopt_reduce_scatter_ring_blocks(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
+                                      const size_t *displs, void *own_out)
 {
     int p = c->size, r = c->rank, rc = MPI_SUCCESS;
     int right = (r + 1) % p, left = (r - 1 + p) % p;
+    /* ending on block r + 1 (the allreduce's) or on this rank's own block r: one step earlier in
+     * the rotation */
+    int shift = own_out ? 1 : 0;
     size_t seg = RING_SEGMENT_BYTES / (c->extent ? c->extent : 1);
     if (seg == 0)
         seg = 1;
-    size_t max_block = count / (size_t)p + 1;
+    size_t max_block = 0;
+    for (int b = 0; b < p; b++) {
+        size_t lo, hi;
+        block_range(count, p, displs, b, &lo, &hi);
+        max_block = hi - lo > max_block ? hi - lo : max_block;
+    }
     int max_segs = (int)((max_block + seg - 1) / seg) + 1;
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)max_segs);
     if (!reqs)
         return MPI_ERR_NO_MEM;
-    /* this rank's data: block r is only ever sent (at step 0), every other block is reduced
-     * once, into buf, and sent on from there */
+    /* this rank's data: the block it sends first is only ever sent (at step 0), every other
+     * block is reduced once, into buf, and sent on from there */
     const void *mine = c->src ? c->src : buf;
     for (int s = 0; rc == MPI_SUCCESS && s < p - 1; s++) {
         size_t slo, shi, rlo, rhi;
-        mpiopt_ring_block(count, p, (r - s + p) % p, &slo, &shi);
-        mpiopt_ring_block(count, p, (r - s - 1 + 2 * p) % p, &rlo, &rhi);
+        block_range(count, p, displs, (r - s - shift + 2 * p) % p, &slo, &shi);
+        block_range(count, p, displs, (r - s - 1 - shift + 2 * p) % p, &rlo, &rhi);
+        /* the last block reduced is the result: where the caller wants it */
+        char *out = own_out && s == p - 2 ? (char *)own_out - rlo * c->extent
+                                          : mpiopt_at(c, buf, 0);
         int nrecv = 0, nsend = 0;
         for (size_t lo = rlo; lo < rhi; lo += seg) {
             size_t n = rhi - lo < seg ? rhi - lo : seg;
@@ -61,16 +84,26 @@ int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_
         int i = 0;
         for (size_t lo = rlo; lo < rhi && rc == MPI_SUCCESS; lo += seg, i++) {
             size_t n = rhi - lo < seg ? rhi - lo : seg;
+            char *dst = mpiopt_at(c, out, lo), *theirs = mpiopt_at(c, tmp, lo);
             rc = mpiopt_waitall(c, 1, &reqs[i]);
+            /* the 3-buffer kernel may write over its right operand, not its left: where the
+             * result goes to tmp itself (buf == tmp), theirs is the right one (the op
+             * commutes) */
             if (rc == MPI_SUCCESS)
-                rc = mpiopt_coll_reduce3(c, mpiopt_at(c, tmp, lo), mpiopt_at(c, mine, lo),
-                                         mpiopt_at(c, buf, lo), n);
+                rc = dst == theirs
+                         ? mpiopt_coll_reduce3(c, mpiopt_at(c, mine, lo), theirs, dst, n)
+                         : mpiopt_coll_reduce3(c, theirs, mpiopt_at(c, mine, lo), dst, n);
         }
         if (rc == MPI_SUCCESS && nsend)
             rc = mpiopt_waitall(c, nsend, &reqs[max_segs]);
     }
     free(reqs);
     return rc;
+}
+
+int mpiopt_reduce_scatter_ring(const mpiopt_coll *c, void *buf, void *tmp, size_t count)
+{
+    return mpiopt_reduce_scatter_ring_blocks(c, buf, tmp, count, NULL, NULL);
 }
 
 int mpiopt_allgather_ring(const mpiopt_coll *c, void *buf, size_t count)

@@ -20,7 +20,9 @@ static int printed;
 
 static const char *const kind_names[MPIOPT_CALL_KINDS] = {
     "Allreduce", "Reduce", "Reduce_local", "Iallreduce", "Ireduce", "Allreduce_init",
-    "Reduce_init", "Scan", "Exscan", "Iscan", "Iexscan", "Scan_init", "Exscan_init"};
+    "Reduce_init", "Scan", "Exscan", "Iscan", "Iexscan", "Scan_init", "Exscan_init",
+    "Reduce_scatter_block", "Reduce_scatter", "Ireduce_scatter_block", "Ireduce_scatter",
+    "Reduce_scatter_block_init", "Reduce_scatter_init"};
 
 static const char *const reasons[MPIOPT_WHY_COUNT] = {
     [MPIOPT_WHY_FASTER] = "vendor faster at this size",

@@ -24,6 +24,12 @@ typedef enum {
     MPIOPT_CALL_IEXSCAN,
     MPIOPT_CALL_SCAN_INIT,
     MPIOPT_CALL_EXSCAN_INIT,
+    MPIOPT_CALL_REDUCE_SCATTER_BLOCK,
+    MPIOPT_CALL_REDUCE_SCATTER,
+    MPIOPT_CALL_IREDUCE_SCATTER_BLOCK,
+    MPIOPT_CALL_IREDUCE_SCATTER,
+    MPIOPT_CALL_REDUCE_SCATTER_BLOCK_INIT,
+    MPIOPT_CALL_REDUCE_SCATTER_INIT,
     MPIOPT_CALL_KINDS
 } mpiopt_call_kind;
 
@@ -47,7 +53,7 @@ typedef enum {
     MPIOPT_WHY_ALGORITHM,       /* the algorithm asked for cannot take this op or count */
     MPIOPT_WHY_NO_PRIVATE_COMM, /* nonblocking, on a comm without a record (coll/engine/context.c) */
     MPIOPT_WHY_NONBLOCKING_OFF, /* MPIOPT_NONBLOCKING=0 */
-    MPIOPT_WHY_LARGE_COUNT,     /* count > INT_MAX */
+    MPIOPT_WHY_LARGE_COUNT,     /* count > INT_MAX (a reduce-scatter's: the sum of its counts) */
     MPIOPT_WHY_USER_OP,         /* MPI_Reduce_local of a user-defined op */
     MPIOPT_WHY_COUNT
 } mpiopt_vendor_reason;

@@ -195,3 +195,47 @@ int mpiopt_vendor_allreduce_ranks_differ(MPI_Datatype datatype, MPI_Op op)
 #endif
     return 0;
 }
+
+int mpiopt_plan_collective(mpiopt_algorithm requested, int env_vendor, MPI_Comm comm, int count,
+                           MPI_Datatype datatype, MPI_Op op, int nonblocking,
+                           mpiopt_choose_fn choose, const void *ctx, mpiopt_call_plan *plan)
+{
+    int inter = 0, commutative = 1;
+    size_t bytes;
+    mpiopt_vendor_reason *why = &plan->why;
+    mpiopt_algorithm chosen = MPIOPT_ALG_VENDOR;
+    plan->algorithm = MPIOPT_ALG_VENDOR;
+    plan->measuring = 0;
+    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
+        return MPI_ERR_ARG;
+    int rc = mpiopt_check_arguments(0, comm, count, datatype, op, 0);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (requested == MPIOPT_ALG_VENDOR)
+        *why = MPIOPT_WHY_REQUESTED;
+    else if (requested == MPIOPT_ALG_AUTO && env_vendor)
+        *why = MPIOPT_WHY_ENV;
+    else if (!mpiopt_coll_shape(comm, count, datatype, &plan->p, &bytes) ||
+             PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
+        *why = MPIOPT_WHY_ARGUMENTS;
+    else if (!mpiopt_coll_supported(comm, count, datatype, &plan->p, &bytes) ||
+             mpiopt_vendor_takes(datatype, op))
+        *why = PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter
+                   ? MPIOPT_WHY_INTERCOMM
+                   : MPIOPT_WHY_DATATYPE;
+    else if ((chosen = choose(requested, plan->p, commutative, ctx)) == MPIOPT_ALG_VENDOR)
+        *why = MPIOPT_WHY_ALGORITHM;
+    else if (nonblocking && plan->p > 1 && !mpiopt_private_exists(comm))
+        *why = MPIOPT_WHY_NO_PRIVATE_COMM;  /* a nonblocking call may not make the record */
+    else
+        *why = MPIOPT_TAKEN;
+    if (*why != MPIOPT_TAKEN) {
+        if (!nonblocking && *why != MPIOPT_WHY_ARGUMENTS && *why != MPIOPT_WHY_INTERCOMM)
+            mpiopt_private_prepare(comm);    /* for the nonblocking calls that follow */
+        return MPI_SUCCESS;
+    }
+    rc = mpiopt_coll_init(&plan->coll, comm, datatype, op, nonblocking);
+    if (rc == MPI_SUCCESS)
+        plan->algorithm = chosen;
+    return rc;
+}

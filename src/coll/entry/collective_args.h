@@ -41,6 +41,17 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
                      MPI_Datatype datatype, MPI_Op op, int root, int nonblocking,
                      mpiopt_call_plan *plan);
 
+/* The plan of a collective that chooses among its own algorithms by a rule of its own (scan.c,
+ * reduce_scatter.c; no tuning rows or cost model): the argument checks, reasons and context of
+ * mpiopt_plan_call. choose(requested, p, commutative, ctx) names the algorithm that runs the call,
+ * or MPIOPT_ALG_VENDOR where none of the collective's fits it (the report: MPIOPT_WHY_ALGORITHM).
+ * count: the elements this rank reduces; env_vendor: MPIOPT_<COLLECTIVE>=vendor. */
+typedef mpiopt_algorithm (*mpiopt_choose_fn)(mpiopt_algorithm requested, int p, int commutative,
+                                             const void *ctx);
+int mpiopt_plan_collective(mpiopt_algorithm requested, int env_vendor, MPI_Comm comm, int count,
+                           MPI_Datatype datatype, MPI_Op op, int nonblocking,
+                           mpiopt_choose_fn choose, const void *ctx, mpiopt_call_plan *plan);
+
 /* The algorithm's part of a planned call (allreduce.c, reduce.c), out of line so that the
  * hand-off to the vendor stays a few instructions. record = NULL runs it; a schedule records it
  * there instead (nonblocking.c). */

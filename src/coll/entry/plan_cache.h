@@ -36,7 +36,13 @@ extern __attribute__((visibility("hidden"))) unsigned mpiopt_plan_generation;
 
 /* The collectives whose plans are remembered; a call's kind is part of its key. Only the first
  * two have the hand-off's one-slot shortcut (mpiopt_plan_last_vendor). */
-enum { MPIOPT_PLAN_ALLREDUCE, MPIOPT_PLAN_REDUCE, MPIOPT_PLAN_SCAN, MPIOPT_PLAN_EXSCAN };
+enum {
+    MPIOPT_PLAN_ALLREDUCE,
+    MPIOPT_PLAN_REDUCE,
+    MPIOPT_PLAN_SCAN,
+    MPIOPT_PLAN_EXSCAN,
+    MPIOPT_PLAN_REDUCE_SCATTER_BLOCK
+};
 
 static inline mpiopt_plan_key mpiopt_plan_make_key(int kind, mpiopt_algorithm requested,
                                                    MPI_Comm comm, int count, MPI_Datatype datatype,

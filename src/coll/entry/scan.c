@@ -37,46 +37,22 @@ static int env_asks_vendor(int exclusive)
     return asks[exclusive];
 }
 
-/* Who runs the call, in a->plan: MPIOPT_ALG_RECURSIVE_DOUBLING (with the call's context) or the
- * vendor (and why); an MPI error code for arguments the standard calls wrong. */
+/* Recursive doubling takes every call mpiopt can (it keeps rank order), where asked for or
+ * chosen. */
+static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
+                               const void *ctx)
+{
+    (void)p, (void)commutative, (void)ctx;
+    return requested == MPIOPT_ALG_AUTO || requested == MPIOPT_ALG_RECURSIVE_DOUBLING
+               ? MPIOPT_ALG_RECURSIVE_DOUBLING
+               : MPIOPT_ALG_VENDOR;
+}
+
+/* Who runs the call, in a->plan; an MPI error code for arguments the standard calls wrong. */
 static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
 {
-    int inter = 0;
-    size_t bytes;
-    mpiopt_vendor_reason *why = &a->plan.why;
-    a->plan.algorithm = MPIOPT_ALG_VENDOR;
-    a->plan.measuring = 0;
-    if ((int)requested < 0 || requested >= MPIOPT_ALG_COUNT)
-        return MPI_ERR_ARG;
-    int rc = mpiopt_check_arguments(0, a->comm, a->count, a->datatype, a->op, 0);
-    if (rc != MPI_SUCCESS)
-        return rc;
-    if (requested == MPIOPT_ALG_VENDOR)
-        *why = MPIOPT_WHY_REQUESTED;
-    else if (requested == MPIOPT_ALG_AUTO && env_asks_vendor(a->exclusive))
-        *why = MPIOPT_WHY_ENV;
-    else if (requested != MPIOPT_ALG_AUTO && requested != MPIOPT_ALG_RECURSIVE_DOUBLING)
-        *why = MPIOPT_WHY_ALGORITHM;
-    else if (!mpiopt_coll_shape(a->comm, a->count, a->datatype, &a->plan.p, &bytes))
-        *why = MPIOPT_WHY_ARGUMENTS;
-    else if (!mpiopt_coll_supported(a->comm, a->count, a->datatype, &a->plan.p, &bytes) ||
-             mpiopt_vendor_takes(a->datatype, a->op))
-        *why = PMPI_Comm_test_inter(a->comm, &inter) == MPI_SUCCESS && inter
-                   ? MPIOPT_WHY_INTERCOMM
-                   : MPIOPT_WHY_DATATYPE;
-    else if (nonblocking && a->plan.p > 1 && !mpiopt_private_exists(a->comm))
-        *why = MPIOPT_WHY_NO_PRIVATE_COMM;  /* a nonblocking call may not make the record */
-    else
-        *why = MPIOPT_TAKEN;
-    if (*why != MPIOPT_TAKEN) {
-        if (!nonblocking && *why != MPIOPT_WHY_ARGUMENTS && *why != MPIOPT_WHY_INTERCOMM)
-            mpiopt_private_prepare(a->comm);    /* for the nonblocking calls that follow */
-        return MPI_SUCCESS;
-    }
-    rc = mpiopt_coll_init(&a->plan.coll, a->comm, a->datatype, a->op, nonblocking);
-    if (rc == MPI_SUCCESS)
-        a->plan.algorithm = MPIOPT_ALG_RECURSIVE_DOUBLING;
-    return rc;
+    return mpiopt_plan_collective(requested, env_asks_vendor(a->exclusive), a->comm, a->count,
+                                  a->datatype, a->op, nonblocking, choose, NULL, &a->plan);
 }
 
 /* The algorithm on a planned call: run now, or recorded into `record`. */

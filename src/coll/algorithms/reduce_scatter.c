@@ -1,0 +1,151 @@
+/* Reduce-scatter (MPI_Reduce_scatter_block, MPI_Reduce_scatter): rank r ends with block r,
+ * elements [displs[r], displs[r + 1]), of the reduction of every rank's displs[p] elements, at the
+ * start of recvbuf. This rank's input is at c->src, or in recvbuf itself (MPI_IN_PLACE).
+ *
+ *   ring      any p and blocks, commutative ops: the allreduce's ring phase (ring.c), turned to
+ *             end on each rank's own block:   (p-1)*alpha + (p-1)/p*n*(beta + gamma)
+ *   halving   p a power of two, equal blocks, every op: the recursive halving of
+ *             halving_doubling.c:             log2(p)*alpha + (p-1)/p*n*(beta + gamma)
+ *             It leaves rank g holding block bitreverse(g). For a commutative op the ranks take
+ *             part in bit-reversed order, so each ends on its own block; for any other op they
+ *             keep rank order (rank-ordered results) and swap blocks at the end:
+ *                                             + alpha + n/p*beta
+ *   binomial  any p, blocks and op: a binomial reduce to rank 0 (rank order), then rank 0 sends
+ *             each rank its block:            log2(p)*(alpha + n*(beta + gamma)) + (p-1)*alpha
+ *                                             + (p-1)/p*n*beta
+ * The ring needs count elements of scratch (none more for the blocks in between: they stay in
+ * it), halving and binomial need count more where the input is not in recvbuf. */
+#include <stdlib.h>
+#include "coll/algorithms/algorithms.h"
+
+/* Moves this rank's block, n elements at `from`, to the start of recvbuf, through tmp (count
+ * elements of scratch) where the two overlap. */
+static int own_block_to_front(const mpiopt_coll *c, void *recvbuf, const void *from, size_t n,
+                              void *tmp)
+{
+    size_t bytes = n * c->extent;
+    const char *f = from, *r = recvbuf;
+    if (f == r || n == 0)
+        return MPI_SUCCESS;
+    if (f < r + bytes && r < f + bytes) {
+        int rc = mpiopt_coll_copy(c, tmp, from, bytes);
+        if (rc != MPI_SUCCESS)
+            return rc;
+        from = tmp;
+    }
+    return mpiopt_coll_copy(c, recvbuf, from, bytes);
+}
+
+/* p = 1: the block is the input. */
+static int alone(const mpiopt_coll *c, void *recvbuf, const size_t *displs)
+{
+    if (!c->src || displs[1] == 0)
+        return MPI_SUCCESS;
+    return mpiopt_coll_copy(c, recvbuf, c->src, displs[1] * c->extent);
+}
+
+int mpiopt_reduce_scatter_blocks_ring(const mpiopt_coll *c, void *recvbuf, const size_t *displs)
+{
+    if (c->size == 1)
+        return alone(c, recvbuf, displs);
+    size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
+    void *tmp = mpiopt_coll_scratch(c, count);
+    if (!tmp)
+        return MPI_ERR_NO_MEM;
+    /* The blocks in between stay in tmp (the input is not touched), or, in place, in recvbuf
+     * where the input was. The own block's result goes straight to recvbuf's start, unless in
+     * place that start holds other blocks (the one the last step sends, the own input it
+     * reduces): then to tmp, and copied. */
+    void *buf = c->src ? tmp : recvbuf;
+    int overlap = !c->src && lo > 0;
+    void *own_out = overlap ? mpiopt_at(c, tmp, lo) : recvbuf;
+    int rc = mpiopt_reduce_scatter_ring_blocks(c, buf, tmp, count, displs, own_out);
+    if (rc == MPI_SUCCESS && overlap)
+        rc = mpiopt_coll_copy(c, recvbuf, own_out, n * c->extent);
+    mpiopt_scratch_free(tmp);
+    return rc;
+}
+
+static unsigned bit_reverse(unsigned x, int levels)
+{
+    unsigned y = 0;
+    for (int i = 0; i < levels; i++)
+        y |= ((x >> i) & 1u) << (levels - 1 - i);
+    return y;
+}
+
+int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
+                                         const size_t *displs)
+{
+    int p = c->size, levels = 0;
+    if (p == 1)
+        return alone(c, recvbuf, displs);
+    while ((1 << levels) < p)
+        levels++;
+    size_t count = displs[p], block = displs[1];    /* equal blocks: count = p * block */
+    int *rank_of = malloc(sizeof(int) * (size_t)p);
+    void *tmp = mpiopt_coll_scratch(c, count);
+    void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
+    int rc = MPI_ERR_NO_MEM;
+    if (!rank_of || !tmp || !buf)
+        goto out;
+    /* member g of the halving holds block bitreverse(g) at the end */
+    for (int g = 0; g < p; g++)
+        rank_of[g] = c->commutative ? (int)bit_reverse((unsigned)g, levels) : g;
+    int g = c->commutative ? (int)bit_reverse((unsigned)c->rank, levels) : c->rank;
+    rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, c->src ? c->src : buf, rank_of, levels,
+                                       g);
+    if (rc != MPI_SUCCESS)
+        goto out;
+    int held = (int)bit_reverse((unsigned)g, levels);   /* the block this rank has reduced */
+    void *result = mpiopt_at(c, buf, (size_t)held * block);
+    if (held == c->rank)
+        rc = own_block_to_front(c, recvbuf, result, block, tmp);
+    else    /* rank order kept: the holder of this rank's block is rank `held` (an involution);
+               the blocks do not overlap recvbuf's start (held, rank > 0 here) */
+        rc = mpiopt_sendrecv(c, result, block, held, recvbuf, block, held);
+out:
+    if (buf != recvbuf)
+        mpiopt_scratch_free(buf);
+    mpiopt_scratch_free(tmp);
+    free(rank_of);
+    return rc;
+}
+
+int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
+                                          const size_t *displs)
+{
+    int p = c->size, rc;
+    if (p == 1)
+        return alone(c, recvbuf, displs);
+    size_t count = displs[p];
+    /* the reduce's buffer: recvbuf in place (its input is there; the result replaces it) */
+    void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
+    if (!buf)
+        return MPI_ERR_NO_MEM;
+    rc = mpiopt_reduce_binomial(c, buf, count, 0);
+    if (rc == MPI_SUCCESS && c->rank != 0) {
+        size_t n = displs[c->rank + 1] - displs[c->rank];
+        if (n)
+            rc = mpiopt_recv(c, recvbuf, n, 0);
+    } else if (rc == MPI_SUCCESS) {
+        MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)p);
+        int nreq = 0;
+        if (!reqs)
+            rc = MPI_ERR_NO_MEM;
+        for (int r = 1; reqs && r < p; r++)
+            if (displs[r + 1] > displs[r])
+                mpiopt_isend(c, mpiopt_at(c, buf, displs[r]), displs[r + 1] - displs[r], r,
+                             &reqs[nreq++]);
+        if (reqs) {
+            if (buf != recvbuf && displs[1] > 0)   /* block 0 starts at 0: in place it is there */
+                rc = mpiopt_coll_copy(c, recvbuf, buf, displs[1] * c->extent);
+            int wrc = mpiopt_waitall(c, nreq, reqs);
+            rc = rc != MPI_SUCCESS ? rc : wrc;
+            free(reqs);
+        }
+    }
+    if (buf != recvbuf)
+        mpiopt_scratch_free(buf);
+    return rc;
+}

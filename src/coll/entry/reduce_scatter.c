@@ -1,0 +1,268 @@
+/* mpiopt_reduce_scatter_block and mpiopt_reduce_scatter (MPI_Reduce_scatter_block,
+ * MPI_Reduce_scatter), blocking, nonblocking and persistent.
+ *
+ * Three algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce
+ * algorithms they share their phases with: MPIOPT_ALG_RABENSEIFNER (its first half, recursive
+ * halving: p a power of two and equal blocks, every op), MPIOPT_ALG_RING (commutative ops, any
+ * p and blocks) and MPIOPT_ALG_BINOMIAL (a binomial reduce and a scatter: any call, in rank
+ * order). auto takes halving where it fits (log2 p steps; at p = 2 the ring for a commutative
+ * op), else the ring for a commutative op, else binomial. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
+ * or without a kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER
+ * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
+ * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
+ * algorithm as a schedule (nonblocking.c). A blocking MPI_Reduce_scatter_block's plan is
+ * remembered (plan_cache.c); MPI_Reduce_scatter's counts would make its key p words long, so it
+ * is planned at every call. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "coll/algorithms/algorithms.h"
+#include "coll/entry/collective_args.h"
+#include "coll/entry/plan_cache.h"
+#include "coll/engine/schedule.h"
+
+typedef struct {
+    int block;                  /* 1: MPI_Reduce_scatter_block (recvcount), 0: recvcounts[] */
+    const void *sendbuf;
+    void *recvbuf;
+    int recvcount;
+    const int *recvcounts;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    MPI_Comm comm;
+    size_t *displs;             /* p + 1 block offsets, made by plan() */
+    mpiopt_call_plan plan;
+} reduce_scatter_call;
+
+/* MPIOPT_REDUCE_SCATTER_BLOCK / MPIOPT_REDUCE_SCATTER: the algorithm or `vendor` it names, for
+ * the calls that ask for auto (read once; unset or a name it does not know: auto). */
+static mpiopt_algorithm env_choice(int block)
+{
+    static int choice[2] = {-1, -1};
+    if (choice[block] < 0) {
+        const char *v = getenv(block ? "MPIOPT_REDUCE_SCATTER_BLOCK" : "MPIOPT_REDUCE_SCATTER");
+        int a = v ? mpiopt_algorithm_from_name(v) : -1;
+        choice[block] = a < 0 ? (int)MPIOPT_ALG_AUTO : a;
+    }
+    return (mpiopt_algorithm)choice[block];
+}
+
+/* ctx: 1 if every block has the same size. An algorithm asked for that cannot take the call
+ * leaves it to auto's choice (not to the vendor, whose op kernels may be wrong). */
+static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
+                               const void *ctx)
+{
+    int equal = *(const int *)ctx, pow2 = (p & (p - 1)) == 0;
+    if ((requested == MPIOPT_ALG_RABENSEIFNER && pow2 && equal) ||
+        (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL)
+        return requested;
+    /* at p = 2 both halving and the ring are one exchange; the ring's reduction writes the
+     * result straight into recvbuf, halving's into scratch first */
+    if (pow2 && equal && !(p == 2 && commutative))
+        return MPIOPT_ALG_RABENSEIFNER;
+    return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_BINOMIAL;
+}
+
+/* The block offsets into a->displs (malloc'd; the caller frees), and the total count; -1 total
+ * for a negative count (MPI_ERR_COUNT) or a missing comm size, LLONG_MAX past INT_MAX. */
+static long long make_displs(reduce_scatter_call *a)
+{
+    int p;
+    a->displs = NULL;
+    if (a->comm == MPI_COMM_NULL || PMPI_Comm_size(a->comm, &p) != MPI_SUCCESS)
+        return 0;   /* the vendor raises it */
+    if (!(a->displs = malloc(sizeof(size_t) * ((size_t)p + 1))))
+        return -2;
+    long long total = 0;
+    a->displs[0] = 0;
+    for (int r = 0; r < p; r++) {
+        int n = a->block ? a->recvcount : a->recvcounts ? a->recvcounts[r] : -1;
+        if (n < 0)
+            return -1;
+        total += n;
+        a->displs[r + 1] = (size_t)total;
+    }
+    return total > INT_MAX ? LLONG_MAX : total;
+}
+
+/* Who runs the call, in a->plan; an MPI error code for arguments the standard calls wrong. */
+static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblocking)
+{
+    long long total = make_displs(a);
+    if (total == -2)
+        return MPI_ERR_NO_MEM;
+    if (total == LLONG_MAX) {
+        a->plan.algorithm = MPIOPT_ALG_VENDOR;
+        a->plan.why = MPIOPT_WHY_LARGE_COUNT;
+        return MPI_SUCCESS;
+    }
+    int equal = 1, p = 0;
+    if (a->displs && total >= 0)
+        PMPI_Comm_size(a->comm, &p);
+    for (int r = 0; r < p; r++)
+        equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
+    mpiopt_algorithm env = env_choice(a->block);
+    if (requested == MPIOPT_ALG_AUTO && env != MPIOPT_ALG_VENDOR)
+        requested = env;
+    return mpiopt_plan_collective(requested, env == MPIOPT_ALG_VENDOR, a->comm,
+                                  total < 0 ? -1 : (int)total, a->datatype, a->op, nonblocking,
+                                  choose, &equal, &a->plan);
+}
+
+/* The algorithm on a planned call: run now, or recorded into `record`. */
+static int run(const void *args, mpiopt_schedule *record)
+{
+    const reduce_scatter_call *a = args;
+    mpiopt_coll c = a->plan.coll;
+    if (record) {
+        int rc = mpiopt_schedule_attach(record, &c, a->comm);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    c.src = a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf;
+    if (a->displs[c.size] == 0)
+        return MPI_SUCCESS;     /* every block empty */
+    switch (a->plan.algorithm) {
+    case MPIOPT_ALG_RABENSEIFNER:
+        return mpiopt_reduce_scatter_blocks_halving(&c, a->recvbuf, a->displs);
+    case MPIOPT_ALG_RING:
+        return mpiopt_reduce_scatter_blocks_ring(&c, a->recvbuf, a->displs);
+    default:
+        return mpiopt_reduce_scatter_blocks_binomial(&c, a->recvbuf, a->displs);
+    }
+}
+
+static int vendor(const reduce_scatter_call *a)
+{
+    return a->block ? PMPI_Reduce_scatter_block(a->sendbuf, a->recvbuf, a->recvcount, a->datatype,
+                                                a->op, a->comm)
+                    : PMPI_Reduce_scatter(a->sendbuf, a->recvbuf, a->recvcounts, a->datatype,
+                                          a->op, a->comm);
+}
+
+static int blocking(reduce_scatter_call *a, mpiopt_algorithm requested)
+{
+    int rc = MPI_SUCCESS, cached = a->block &&
+        mpiopt_plan_cached(MPIOPT_PLAN_REDUCE_SCATTER_BLOCK, requested, a->comm, a->recvcount,
+                           a->datatype, a->op, 0, &a->plan);
+    if (!cached) {
+        rc = plan(a, requested, 0);
+        if (rc == MPI_SUCCESS && a->block && a->plan.why != MPIOPT_WHY_ARGUMENTS)
+            mpiopt_plan_remember(MPIOPT_PLAN_REDUCE_SCATTER_BLOCK, requested, a->comm,
+                                 a->recvcount, a->datatype, a->op, 0, &a->plan);
+    } else if (a->plan.algorithm != MPIOPT_ALG_VENDOR && make_displs(a) == -2) {
+        rc = MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS) {
+        mpiopt_report_call(a->block ? MPIOPT_CALL_REDUCE_SCATTER_BLOCK
+                                    : MPIOPT_CALL_REDUCE_SCATTER,
+                           a->plan.algorithm, a->plan.why);
+        rc = a->plan.algorithm == MPIOPT_ALG_VENDOR ? vendor(a) : mpiopt_raise(a->comm, run(a, NULL));
+    } else {
+        rc = mpiopt_raise(a->comm, rc);
+    }
+    free(a->displs);
+    return rc;
+}
+
+static int vendor_start(const reduce_scatter_call *a, int persistent, MPI_Info info,
+                        MPI_Request *request)
+{
+    if (!persistent)
+        return a->block ? PMPI_Ireduce_scatter_block(a->sendbuf, a->recvbuf, a->recvcount,
+                                                     a->datatype, a->op, a->comm, request)
+                        : PMPI_Ireduce_scatter(a->sendbuf, a->recvbuf, a->recvcounts,
+                                               a->datatype, a->op, a->comm, request);
+#ifdef MPIOPT_VENDOR_INIT
+    return a->block ? MPIOPT_VENDOR_INIT(Reduce_scatter_block)(a->sendbuf, a->recvbuf,
+                                                               a->recvcount, a->datatype, a->op,
+                                                               a->comm, info, request)
+                    : MPIOPT_VENDOR_INIT(Reduce_scatter)(a->sendbuf, a->recvbuf, a->recvcounts,
+                                                         a->datatype, a->op, a->comm, info,
+                                                         request);
+#else
+    (void)info;
+    return MPI_ERR_OTHER;   /* no vendor call to fall back on (SimGrid) */
+#endif
+}
+
+static int start(reduce_scatter_call *a, mpiopt_algorithm requested, int persistent,
+                 MPI_Info info, MPI_Request *request)
+{
+    static const mpiopt_call_kind kinds[2][2] = {
+        {MPIOPT_CALL_IREDUCE_SCATTER, MPIOPT_CALL_IREDUCE_SCATTER_BLOCK},
+        {MPIOPT_CALL_REDUCE_SCATTER_INIT, MPIOPT_CALL_REDUCE_SCATTER_BLOCK_INIT}};
+    mpiopt_call_kind kind = kinds[persistent][a->block];
+    int rc = plan(a, requested, 1);
+    if (rc == MPI_SUCCESS && mpiopt_nonblocking_off()) {
+        a->plan.algorithm = MPIOPT_ALG_VENDOR;
+        a->plan.why = MPIOPT_WHY_NONBLOCKING_OFF;
+    }
+    if (rc == MPI_SUCCESS) {
+        mpiopt_report_call(kind, a->plan.algorithm, a->plan.why);
+        /* the schedule keeps its blocks' addresses: the offsets are not needed after this */
+        rc = a->plan.algorithm == MPIOPT_ALG_VENDOR
+                 ? vendor_start(a, persistent, info, request)
+                 : mpiopt_raise(a->comm, mpiopt_start_recorded(run, a, persistent, request));
+    } else {
+        rc = mpiopt_raise(a->comm, rc);
+    }
+    free(a->displs);
+    return rc;
+}
+
+#define BLOCK_CALL(sendbuf, recvbuf, count, datatype, op, comm)                               \
+    {.block = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .recvcount = count,                  \
+     .datatype = datatype, .op = op, .comm = comm}
+#define VECTOR_CALL(sendbuf, recvbuf, counts, datatype, op, comm)                             \
+    {.block = 0, .sendbuf = sendbuf, .recvbuf = recvbuf, .recvcounts = counts,                \
+     .datatype = datatype, .op = op, .comm = comm}
+
+int mpiopt_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                mpiopt_algorithm algorithm)
+{
+    reduce_scatter_call a = BLOCK_CALL(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    return blocking(&a, algorithm);
+}
+
+int mpiopt_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                          mpiopt_algorithm algorithm)
+{
+    reduce_scatter_call a = VECTOR_CALL(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return blocking(&a, algorithm);
+}
+
+int mpiopt_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                 mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    reduce_scatter_call a = BLOCK_CALL(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    return start(&a, algorithm, 0, MPI_INFO_NULL, request);
+}
+
+int mpiopt_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                           mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    reduce_scatter_call a = VECTOR_CALL(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return start(&a, algorithm, 0, MPI_INFO_NULL, request);
+}
+
+int mpiopt_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                     MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                     MPI_Info info, mpiopt_algorithm algorithm,
+                                     MPI_Request *request)
+{
+    reduce_scatter_call a = BLOCK_CALL(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    return start(&a, algorithm, 1, info, request);
+}
+
+int mpiopt_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                               mpiopt_algorithm algorithm, MPI_Request *request)
+{
+    reduce_scatter_call a = VECTOR_CALL(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return start(&a, algorithm, 1, info, request);
+}
