@@ -23,6 +23,7 @@ static inline int mpiopt_count_fits(MPI_Count count, int *n, mpiopt_call_kind ki
     return 1;
 }
 
+#ifdef MPIOPT_HAVE_MPI_FINT    /* Fortran handles: not in the MPI standard ABI (CMakeLists.txt) */
 /* The end of a Fortran call that started a request: its handle for Fortran, the error code. */
 static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *request, MPI_Fint *ierr)
 {
@@ -31,6 +32,7 @@ static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *reque
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
+#endif
 
 /* MPI-4's persistent collectives (MPI_Allreduce_init, …): by their MPI-4 names where the MPI has
  * them (also Intel MPI 2021.15, which says 3.1), by Open MPI 4.1's MPIX_ names where its
