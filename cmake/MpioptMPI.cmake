@@ -3,14 +3,17 @@
 # Sets, for the rest of CMakeLists.txt:
 #   MPIOPT_MPI_TARGET  "" when the C compiler is an MPI wrapper (mpicc: the usual case), else
 #                      MPI::MPI_C from CMake's FindMPI (MPI_HOME, or the mpicc on PATH)
-#   MPI_FLAVOUR        openmpi | mpich | smpi | unknown: -DMPI_FLAVOUR=... when given (an
-#                      override: `mpiopt simulate` passes smpi), else detected from mpi.h
+#   MPI_FLAVOUR        openmpi | mpich | abi | smpi | unknown: -DMPI_FLAVOUR=... when given (an
+#                      override: `mpiopt simulate` passes smpi), else detected from mpi.h; `abi`
+#                      is the MPI standard ABI (MPI 5.0's mpi_abi.h, e.g. MPICH's mpicc_abi): a
+#                      header of no vendor, whose one build runs on any MPI's libmpi_abi.so
 #   MPIOPT_MPI_NAME    what the MPI calls itself, e.g. "Open MPI 5.0.11", "Intel MPI 2021.15"
 #   MPIOPT_MPIEXEC     the launcher of that same MPI (for ctest)
 #
 # The flavour matters to mpiopt because Open MPI and the MPICH family have different ABIs and
 # different run-time quirks (src/coll/select/select.c); Intel MPI, MVAPICH and Cray MPICH are MPICH
-# underneath, so they build and behave as flavour `mpich`.
+# underneath, so they build and behave as flavour `mpich`. The standard ABI's header names no
+# vendor (the library is chosen at run time): flavour `abi`, with no vendor's tuning or workarounds.
 
 include(CheckCSourceCompiles)
 
@@ -51,6 +54,8 @@ function(_mpiopt_identify_mpi out_flavour out_name)
 #  define ID "mpich:Cray MPICH " MPIOPT_STR(CRAY_MPICH_VERSION)
 #elif defined(MPICH_VERSION)
 #  define ID "mpich:MPICH " MPICH_VERSION
+#elif defined(MPI_ABI_VERSION)
+#  define ID "abi:the MPI standard ABI " MPIOPT_STR(MPI_ABI_VERSION) "." MPIOPT_STR(MPI_ABI_SUBVERSION) " (mpi_abi.h, MPI " MPIOPT_STR(MPI_VERSION) "." MPIOPT_STR(MPI_SUBVERSION) ")"
 #elif defined(MPICH)
 #  define ID "mpich:MPICH (version unknown)"
 #else

@@ -39,7 +39,9 @@
 #define TASKS_PER_THREAD 4
 
 typedef void c_user_fn(void *, void *, int *, MPI_Datatype *);
+#ifdef MPIOPT_HAVE_MPI_FINT     /* Fortran handles: not in the MPI standard ABI (CMakeLists.txt) */
 typedef void f_user_fn(void *, void *, MPI_Fint *, MPI_Fint *);
+#endif
 
 typedef struct {
     void (*fn)(void);   /* NULL: slot free */
@@ -53,13 +55,15 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void call_user(const user_op_slot *s, char *in, char *inout, size_t n, MPI_Datatype dt)
 {
+#ifdef MPIOPT_HAVE_MPI_FINT
     if (s->fortran) {
         MPI_Fint len = (MPI_Fint)n, fdt = PMPI_Type_c2f(dt);
         ((f_user_fn *)s->fn)(in, inout, &len, &fdt);
-    } else {
-        int len = (int)n;
-        ((c_user_fn *)s->fn)(in, inout, &len, &dt);
+        return;
     }
+#endif
+    int len = (int)n;
+    ((c_user_fn *)s->fn)(in, inout, &len, &dt);
 }
 
 static void run_chunked(const user_op_slot *s, void *in, void *inout, size_t n, MPI_Datatype dt)
@@ -202,6 +206,7 @@ int mpiopt_op_create_threaded(MPI_User_function *user_fn, int commute, MPI_Op *o
     return rc == MPI_ERR_INTERN ? PMPI_Op_create(user_fn, commute, op) : rc;
 }
 
+#ifdef MPIOPT_HAVE_MPI_FINT
 /* Called by the Fortran module `mpiopt` (include/mpiopt.f90) without BIND(C), so under gfortran's
  * name and convention: every argument by reference, user_fn the address of a Fortran procedure
  * with the Fortran MPI_User_function convention, commute 0 or 1 (converted from LOGICAL in
@@ -216,3 +221,4 @@ void mpiopt_op_create_threaded_f_(void (*user_fn)(void), const MPI_Fint *commute
     *op = rc == MPI_SUCCESS ? PMPI_Op_c2f(c_op) : 0;
     *ierror = rc;
 }
+#endif

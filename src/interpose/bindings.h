@@ -50,6 +50,7 @@ static inline int *mpiopt_counts_fit(const MPI_Count *counts, MPI_Comm comm,
     return NULL;
 }
 
+#ifdef MPIOPT_HAVE_MPI_FINT    /* Fortran handles: not in the MPI standard ABI (CMakeLists.txt) */
 /* The Fortran bindings pass an INTEGER array of counts on as an int array. */
 _Static_assert(sizeof(MPI_Fint) == sizeof(int), "MPI_Fint is not an int");
 
@@ -61,6 +62,7 @@ static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *reque
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
+#endif
 
 /* MPI-4's persistent collectives (MPI_Allreduce_init, …): by their MPI-4 names where the MPI has
  * them (also Intel MPI 2021.15, which says 3.1), by Open MPI 4.1's MPIX_ names where its

@@ -170,6 +170,12 @@ def large_count(r):
     return out
 
 
+def fortran_guarded(parts):
+    """Each Fortran part (the ones taking MPI_Fint) only where the MPI has Fortran handles: the
+    MPI standard ABI (mpi_abi.h) has no MPI_Fint (CMakeLists.txt sets MPIOPT_HAVE_MPI_FINT)."""
+    return [f"#ifdef MPIOPT_HAVE_MPI_FINT\n{p}#endif\n" if "MPI_Fint" in p else p for p in parts]
+
+
 def main():
     if len(sys.argv) != 3:
         raise SystemExit("usage: bindings.py collectives.list bindings.c")
@@ -191,7 +197,7 @@ def main():
     for r in rows:
         parts += large_count(r)
     parts.append("#endif\n")
-    text = "\n".join(parts)
+    text = "\n".join(fortran_guarded(parts))
     with open(sys.argv[2] + ".tmp", "w") as f:
         f.write(text)
     os.replace(sys.argv[2] + ".tmp", sys.argv[2])

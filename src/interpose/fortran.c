@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include "fortran.h"
 
+/* Fortran handles (MPI_Fint, PMPI_*_f2c) are not in the MPI standard ABI: without them (CMakeLists.txt,
+ * MPIOPT_HAVE_MPI_FINT) this file is left out, as no Fortran call can reach a C-only build. */
+#ifdef MPIOPT_HAVE_MPI_FINT
+
 static void *in_place_addr, *bottom_addr;
 static int resolved;
 
@@ -41,3 +45,4 @@ void *mpiopt_fortran_buffer(void *addr)
         return MPI_BOTTOM;
     return addr;
 }
+#endif

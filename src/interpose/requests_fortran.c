@@ -7,6 +7,10 @@
 #include "mpiopt.h"
 #include "fortran.h"
 
+/* Fortran handles (MPI_Fint, PMPI_*_f2c) are not in the MPI standard ABI: without them (CMakeLists.txt,
+ * MPIOPT_HAVE_MPI_FINT) this file is left out, as no Fortran call can reach a C-only build. */
+#ifdef MPIOPT_HAVE_MPI_FINT
+
 #ifdef MPI_F_STATUS_SIZE
 #define STATUS_SIZE MPI_F_STATUS_SIZE
 #else
@@ -242,3 +246,4 @@ MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(startall_f, (F *a, F *b, F *c), (a, b, c), mpi
 MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_free_f, (F *a, F *b), (a, b), mpi_request_free)
 MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
                                   mpi_request_get_status)
+#endif

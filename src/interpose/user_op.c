@@ -36,6 +36,7 @@ int MPI_Op_free(MPI_Op *op)
     return mpiopt_op_free(op);
 }
 
+#ifdef MPIOPT_HAVE_MPI_FINT    /* Fortran handles: not in the MPI standard ABI (CMakeLists.txt) */
 /* The vendor's Fortran MPI_OP_CREATE records that the function has the Fortran convention; a
  * Fortran op we do not thread must therefore go back through the vendor's own Fortran entry,
  * which a preloaded symbol hides. So without threading (or when the pool is full) we report the
@@ -65,3 +66,4 @@ MPIOPT_FORTRAN_SYMBOLS(op_create_f, (void (*a)(void), MPI_Fint *b, MPI_Fint *c, 
 MPIOPT_FORTRAN_SYMBOLS(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free, MPI_OP_FREE)
 
 MPIOPT_FORTRAN_F08_SYMBOL(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free)
+#endif

@@ -18,6 +18,10 @@
 #include "mpiopt_profile.h"
 #include "../interpose/fortran.h"
 
+/* Fortran handles (MPI_Fint, PMPI_*_f2c) are not in the MPI standard ABI: without them (CMakeLists.txt,
+ * MPIOPT_HAVE_MPI_FINT) this file is left out, as no Fortran call can reach a C-only build. */
+#ifdef MPIOPT_HAVE_MPI_FINT
+
 #define FP_2 void *a0, void *a1
 #define FP_3 FP_2, void *a2
 #define FP_4 FP_3, void *a3
@@ -261,3 +265,4 @@ static void pcontrol_profiled(void *level)
         mpiopt_region_end(NULL);
 }
 MPIOPT_FORTRAN_SYMBOLS(pcontrol_profiled, (void *level), (level), mpi_pcontrol, MPI_PCONTROL)
+#endif

@@ -94,13 +94,21 @@ static struct trace_event *next_event(void)
     return &b->ev[b->n++];
 }
 
+/* The communicator as an integer: its Fortran handle, or where the MPI has no Fortran handles
+ * (the MPI standard ABI, CMakeLists.txt) MPI 5.0's integer form of it. */
+#ifdef MPIOPT_HAVE_MPI_FINT
+#define COMM_INT(comm) ((int32_t)PMPI_Comm_c2f(comm))
+#else
+#define COMM_INT(comm) ((int32_t)PMPI_Comm_toint(comm))
+#endif
+
 void prof_trace_call(enum prof_call id, double t0, double t1, uint64_t bytes, int peer,
                      MPI_Comm comm)
 {
     struct trace_event *e = next_event();
     if (e)
         *e = (struct trace_event){t0, t1, bytes, (int32_t)id, peer,
-                                  comm == MPI_COMM_NULL ? -1 : (int32_t)PMPI_Comm_c2f(comm),
+                                  comm == MPI_COMM_NULL ? -1 : COMM_INT(comm),
                                   EV_CALL};
 }
 
