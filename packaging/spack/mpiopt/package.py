@@ -1,9 +1,9 @@
 # Spack recipe for mpiopt, kept in mpiopt's own repository (packaging/spack/mpiopt/package.py).
 #
-# Spack versions: written for Spack 0.21-0.23 as they were before the language virtuals
-# ("c", "fortran": compilers are node attributes, `%gcc`), i.e. up to the 0.23 development
-# series of mid-2024; on Spack 1.x (compilers as dependencies) the two language dependencies
-# below are added. Run with: Spack 0.23.0.dev0 (commit e8f8cf8543, June 2024), by
+# Spack versions: written for the Spack of before the language virtuals ("c", "fortran"; there
+# compilers are node attributes, `%gcc`): 0.22 and the 0.23 development series of mid-2024. On
+# Spack 1.x (compilers as dependencies) it declares the two language dependencies; not run there.
+# Run with: Spack 0.23.0.dev0 (commit e8f8cf8543, June 2024), by
 # `make spack-check SPACK=<checkout>` (packaging/spack/check.sh), offline, against the
 # external Open MPI 4.1.4 and MPICH 4.0.2 of Debian 12. Not run with any other Spack.
 #
