@@ -144,7 +144,7 @@ mpis:
 # Spack, for real (packaging/spack/check.sh): a fresh Spack configuration in a temporary
 # directory, the MPIs, GCC, CMake and Python as externals, offline; installs mpiopt from this tree
 # against Open MPI and against MPICH, `spack load`s each and runs a preloaded allreduce at np 2
-# by the installed `mpiopt run`. 9-18 minutes on 2 cores (measured; most of it concretizing and
+# by the installed `mpiopt run`. 4-18 minutes on 2 cores (measured; most of it concretizing and
 # compiling). SPACK: a Spack checkout.
 SPACK ?=
 spack-check:

@@ -5,7 +5,7 @@ from a directory outside the tree.
 
 Runs where a Spack checkout is found: SPACK=<checkout> in the environment, else a `spack` command
 on PATH (its checkout). Elsewhere (CI has no Spack) it is skipped, saying so, even with
-MPIOPT_REQUIRE_BUILD=1: Spack is not part of the build that variable requires. 9-18 minutes
+MPIOPT_REQUIRE_BUILD=1: Spack is not part of the build that variable requires. 4-18 minutes
 on two cores (two concretizations and two builds); the pip venv it needs (clingo for Spack, the
 command's dependencies) is made once in ~/.cache/mpiopt/spack-venv."""
 from __future__ import annotations
