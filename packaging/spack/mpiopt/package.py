@@ -1,23 +1,47 @@
 # Spack recipe for mpiopt, kept in mpiopt's own repository (packaging/spack/mpiopt/package.py).
 #
+# Spack versions: written for the Spack of before the language virtuals ("c", "fortran"; there
+# compilers are node attributes, `%gcc`): 0.22 and the 0.23 development series of mid-2024. On
+# Spack 1.x (compilers as dependencies) it declares the two language dependencies; not run there.
+# Run with: Spack 0.23.0.dev0 (commit e8f8cf8543, June 2024), by
+# `make spack-check SPACK=<checkout>` (packaging/spack/check.sh), offline, against the
+# external Open MPI 4.1.4 and MPICH 4.0.2 of Debian 12. Not run with any other Spack.
+#
 # To use it, put it in a Spack package repository of your own:
 #   spack repo create ~/spack-repo mysite          # once
 #   cp -r packaging/spack/mpiopt <that repo's packages directory>/
 #   spack repo add ~/spack-repo
-# then, against the site's MPI (an external in packages.yaml, or one Spack builds):
-#   spack install mpiopt ^openmpi          # or ^mpich, ^intel-oneapi-mpi, ^cray-mpich, ^mvapich
-#   spack install mpiopt~fortran~profiler ^mpich
-# From a checkout instead of a fetch, in a Spack environment:
-#   spack develop --path $PWD mpiopt@=main && spack add mpiopt@=main && spack install
+# (check.sh makes such a repository in a temporary directory, with a link to this directory).
+# There is no release to fetch: build from a checkout, in a Spack environment:
+#   spack env create -d myenv && spack -e myenv add mpiopt@=main ^openmpi
+#   spack -e myenv develop --path $PWD mpiopt@=main && spack -e myenv install
+# or fetch a git clone (MPIOPT_GIT=file:///path/to/mpiopt, branch main): spack install mpiopt ^mpich
 #
-# Written for Spack 0.23 and 1.x (the import below covers both layouts).
+# What an install holds: lib/libmpiopt.so (the LD_PRELOAD drop-in), lib/libmpiopt-profile.so
+# (+profiler), the headers, CMake package and mpiopt.pc, the benchmark programs, and (+python)
+# the `mpiopt` command, installed from python/ into the prefix with the Python this spec
+# depends on. `spack load mpiopt` sets PATH, PYTHONPATH and MPIOPT_PREFIX, so that
+# `mpiopt run -np 4 -- ./app` preloads this install's libmpiopt.so.
+#
+# The command's own Python dependencies (rich, matplotlib and numpy, networkx, libclang; mpi4py
+# only for mpi4py programs, which bring their own) are NOT Spack dependencies here: offline, Spack
+# cannot build matplotlib's tree, so they come with the Python this spec is concretized against
+# (an external Python or a venv that has them; check.sh makes one with pip). Where a site's Spack
+# has py-rich, py-matplotlib, py-networkx and py-libclang, a py-mpiopt PythonPackage depending on
+# them and on this package would be the Spack-native split.
+import glob
 import os
+
+import spack
 
 try:        # Spack 1.x: build systems live in the builtin repository
     from spack_repo.builtin.build_systems.cmake import CMakePackage
 except ImportError:
     pass
 from spack.package import *
+
+# the language virtuals ("c", "fortran") exist from the end of the 0.23 series; needed on 1.x
+_LANGUAGE_DEPENDENCIES = spack.spack_version_info[:1] >= (1,)
 
 
 class Mpiopt(CMakePackage):
@@ -37,11 +61,17 @@ class Mpiopt(CMakePackage):
                         "points are C and are always built")
     variant("profiler", default=True,
             description="libmpiopt-profile.so, the PMPI profiler (`mpiopt profile`)")
+    variant("python", default=True,
+            description="the `mpiopt` command (python/), installed into this prefix")
 
-    depends_on("c", type="build")
-    depends_on("fortran", type="build", when="+fortran")
+    if _LANGUAGE_DEPENDENCIES:
+        depends_on("c", type="build")
+        depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.18:", type="build")
     depends_on("mpi")
+    # the drop-in's MPI_* entry points are generated at build time (src/interpose/bindings.py)
+    depends_on("python@3.9:", type="build")
+    depends_on("python@3.9:", type=("build", "run"), when="+python")
     # the profiler's call sites (resolved with libdw) and timeline (written as OTF2); both
     # optional in CMakeLists.txt, wanted here
     depends_on("elfutils", when="+profiler")
@@ -52,21 +82,55 @@ class Mpiopt(CMakePackage):
     # vectorizer parameters
     requires("%gcc", msg="mpiopt's kernels are built with GCC-specific flags")
 
-    def cmake_args(self):
+    def _mpi_wrapper(self, attribute):
+        """The MPI's compiler wrapper (attribute: mpicc or mpifc), or None. An MPI installed as a
+        system package shares /usr/bin/mpicc with the other MPIs through alternatives (Debian:
+        it may be either); its own wrapper then carries its name (mpicc.openmpi, mpif90.mpich)."""
         mpi = self.spec["mpi"]
+        path = getattr(mpi, attribute, None)
+        if not path:
+            return None
+        own = f"{path}.{mpi.name}"
+        return own if os.path.exists(own) else path
+
+    def cmake_args(self):
         args = [
             # the MPI's own wrapper: mpiopt detects the flavour (Open MPI or the MPICH family)
             # from its mpi.h and finds that MPI's mpiexec next to it
-            self.define("CMAKE_C_COMPILER", mpi.mpicc),
-            self.define_from_variant("MPIOPT_FORTRAN", "fortran"),
+            self.define("CMAKE_C_COMPILER", self._mpi_wrapper("mpicc")),
+            self.define("Python3_EXECUTABLE", self.spec["python"].command.path),
             self.define_from_variant("MPIOPT_PROFILER", "profiler"),
             # test programs are never installed; build them only for `spack install --test`
             self.define("MPIOPT_TESTS", self.run_tests),
         ]
-        if self.spec.satisfies("+fortran"):
-            args.append(self.define("CMAKE_Fortran_COMPILER", mpi.mpifc))
+        mpifc = self._mpi_wrapper("mpifc")
+        if self.spec.satisfies("+fortran") and mpifc:
+            args.append(self.define("CMAKE_Fortran_COMPILER", mpifc))
+            args.append(self.define("MPIOPT_FORTRAN", True))
+        else:
+            args.append(self.define("MPIOPT_FORTRAN", False))
         return args
+
+    @run_after("install")
+    def install_command(self):
+        """python/ into this prefix: PREFIX/bin/mpiopt and PREFIX/lib/pythonX.Y/site-packages/
+        mpiopt. pip with no index and no build isolation: the build backend (setuptools) is the
+        spec's Python's own, nothing is downloaded."""
+        if not self.spec.satisfies("+python"):
+            return
+        python = self.spec["python"].command
+        with working_dir(join_path(self.stage.source_path, "python")):
+            python("-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
+                   "--no-warn-script-location", "--disable-pip-version-check",
+                   f"--prefix={self.prefix}", ".")
+
+    def _site_packages(self):
+        found = glob.glob(join_path(self.prefix, "lib*", "python*", "site-packages"))
+        return found[0] if found else None
 
     def setup_run_environment(self, env):
         # `mpiopt run --prefix` / MPIOPT_PREFIX: where the command line finds this build
         env.set("MPIOPT_PREFIX", self.prefix)
+        site = self._site_packages() if self.spec.satisfies("+python") else None
+        if site:
+            env.prepend_path("PYTHONPATH", site)
