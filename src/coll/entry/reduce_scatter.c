@@ -30,7 +30,8 @@ typedef struct {
     MPI_Datatype datatype;
     MPI_Op op;
     MPI_Comm comm;
-    size_t *displs;             /* p + 1 block offsets, made by plan() */
+    size_t *displs;             /* p + 1 block offsets, made by plan(): in `small` up to 64 ranks */
+    size_t small[65];
     mpiopt_call_plan plan;
 } reduce_scatter_call;
 
@@ -63,7 +64,8 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
     return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_BINOMIAL;
 }
 
-/* The block offsets into a->displs (malloc'd; the caller frees), and the total count; -1 total
+/* The block offsets into a->displs (the caller frees them unless they are a->small), and the
+ * total count; -1 total
  * for a negative count (MPI_ERR_COUNT) or a missing comm size, LLONG_MAX past INT_MAX. */
 static long long make_displs(reduce_scatter_call *a)
 {
@@ -71,7 +73,8 @@ static long long make_displs(reduce_scatter_call *a)
     a->displs = NULL;
     if (a->comm == MPI_COMM_NULL || PMPI_Comm_size(a->comm, &p) != MPI_SUCCESS)
         return 0;   /* the vendor raises it */
-    if (!(a->displs = malloc(sizeof(size_t) * ((size_t)p + 1))))
+    a->displs = p < 65 ? a->small : malloc(sizeof(size_t) * ((size_t)p + 1));
+    if (!a->displs)
         return -2;
     long long total = 0;
     a->displs[0] = 0;
@@ -161,7 +164,8 @@ static int blocking(reduce_scatter_call *a, mpiopt_algorithm requested)
     } else {
         rc = mpiopt_raise(a->comm, rc);
     }
-    free(a->displs);
+    if (a->displs != a->small)
+        free(a->displs);
     return rc;
 }
 
@@ -207,7 +211,8 @@ static int start(reduce_scatter_call *a, mpiopt_algorithm requested, int persist
     } else {
         rc = mpiopt_raise(a->comm, rc);
     }
-    free(a->displs);
+    if (a->displs != a->small)
+        free(a->displs);
     return rc;
 }
 
