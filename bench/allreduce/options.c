@@ -77,8 +77,8 @@ static void usage(FILE *out)
           "      --reduce-scatter-block, --reduce-scatter\n"
           "                                benchmark MPI_Reduce_scatter_block / MPI_Reduce_scatter;\n"
           "                                the size is the whole send buffer, each rank gets a\n"
-          "                                p-th, as OSU's (columns vendor, auto, rabenseifner,\n"
-          "                                ring, binomial, memcpy)\n"
+          "                                p-th, as OSU's (columns vendor, auto, shared_memory,\n"
+          "                                rabenseifner, ring, binomial, memcpy)\n"
           "      --mpi-symbol              the auto column calls MPI_Allreduce / MPI_Reduce (mpiopt's,\n"
           "                                as libmpiopt is linked) instead of mpiopt_allreduce, so a\n"
           "                                preloaded tool such as libmpiopt-profile.so sees each call\n"
@@ -376,10 +376,10 @@ void parse_options(int argc, char **argv, options *o)
             mpiopt_algorithm a = o->columns[k];
             if (a == MPIOPT_ALG_AUTO || a == MPIOPT_ALG_VENDOR || a == MEMCPY_COLUMN ||
                 (scatter && (a == MPIOPT_ALG_RABENSEIFNER || a == MPIOPT_ALG_RING ||
-                             a == MPIOPT_ALG_BINOMIAL)))
+                             a == MPIOPT_ALG_BINOMIAL || a == MPIOPT_ALG_SHARED_MEMORY)))
                 continue;
-            fail(1, scatter ? "a reduce-scatter has the columns vendor, auto, rabenseifner, ring, "
-                              "binomial and memcpy, not '%s'"
+            fail(1, scatter ? "a reduce-scatter has the columns vendor, auto, shared_memory, "
+                              "rabenseifner, ring, binomial and memcpy, not '%s'"
                             : "a scan has the columns vendor, auto and memcpy (auto is mpiopt's "
                               "recursive doubling), not '%s'", column_name(a));
         }

@@ -27,6 +27,9 @@
 #endif
 
 static int rank, size, checks, failures;
+/* the matrix product on whole matrices: its elements are matrices (reference_ops.h) */
+static MPI_Datatype matrix;
+static MPI_Op matrix_product;
 
 enum { BLOCKING, WAITED, TESTED, PERSISTENT, NFORMS };
 static const char *const form_names[NFORMS] = {"blocking", "waited", "tested", "persistent"};
@@ -56,6 +59,12 @@ static void check(int block_form, int form, int op, const type_case *t, int n, i
     char *v = malloc(bytes + 1);
     char *send = send_raw + 1, *recv = recv_raw + 1;  /* one byte off their alignment */
     static MPI_Request req = MPI_REQUEST_NULL;
+    /* the matrix product counts whole matrices (kept until a persistent request is freed) */
+    MPI_Datatype type = op == MATMUL ? matrix : t->type;
+    MPI_Op mpi_op = op == MATMUL ? matrix_product : ops[op];
+    int n_call = n / unit, *counts_call = malloc(sizeof(int) * (size_t)size);
+    for (int r = 0; r < size; r++)
+        counts_call[r] = counts[r] / unit;
     for (int round = 0; round < (form == PERSISTENT ? 2 : 1); round++) {
         int shift = round * 3;  /* a persistent call's second start: new contents */
         /* ref = block of (rank 0's op rank 1's op …), one rank at a time */
@@ -73,19 +82,19 @@ static void check(int block_form, int form, int op, const type_case *t, int n, i
         const void *sbuf = in_place ? MPI_IN_PLACE : send;
         int rc = MPI_SUCCESS;
         if (form == BLOCKING)
-            rc = block_form ? MPI_Reduce_scatter_block(sbuf, recv, n, t->type, ops[op], MPI_COMM_WORLD)
-                            : MPI_Reduce_scatter(sbuf, recv, counts, t->type, ops[op], MPI_COMM_WORLD);
+            rc = block_form ? MPI_Reduce_scatter_block(sbuf, recv, n_call, type, mpi_op, MPI_COMM_WORLD)
+                            : MPI_Reduce_scatter(sbuf, recv, counts_call, type, mpi_op, MPI_COMM_WORLD);
         else if (form == WAITED || form == TESTED) {
-            rc = block_form ? MPI_Ireduce_scatter_block(sbuf, recv, n, t->type, ops[op], MPI_COMM_WORLD, &req)
-                            : MPI_Ireduce_scatter(sbuf, recv, counts, t->type, ops[op], MPI_COMM_WORLD, &req);
+            rc = block_form ? MPI_Ireduce_scatter_block(sbuf, recv, n_call, type, mpi_op, MPI_COMM_WORLD, &req)
+                            : MPI_Ireduce_scatter(sbuf, recv, counts_call, type, mpi_op, MPI_COMM_WORLD, &req);
             if (form == WAITED) MPI_Wait(&req, MPI_STATUS_IGNORE);
             else for (int done = 0; !done;) MPI_Test(&req, &done, MPI_STATUS_IGNORE);
         }
 #ifdef RSB_INIT
         else {
             if (round == 0)
-                rc = block_form ? RSB_INIT(sbuf, recv, n, t->type, ops[op], MPI_COMM_WORLD, MPI_INFO_NULL, &req)
-                                : RS_INIT(sbuf, recv, counts, t->type, ops[op], MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+                rc = block_form ? RSB_INIT(sbuf, recv, n_call, type, mpi_op, MPI_COMM_WORLD, MPI_INFO_NULL, &req)
+                                : RS_INIT(sbuf, recv, counts_call, type, mpi_op, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
             MPI_Start(&req);
             MPI_Wait(&req, MPI_STATUS_IGNORE);
             if (round == 1) MPI_Request_free(&req);
@@ -101,7 +110,7 @@ static void check(int block_form, int form, int op, const type_case *t, int n, i
                    op_names[op], t->name, n, in_place ? " in place" : "", round, rc, at);
         }
     }
-    free(send_raw), free(recv_raw), free(ref), free(v), free(counts);
+    free(send_raw), free(recv_raw), free(ref), free(v), free(counts), free(counts_call);
 }
 
 int main(int argc, char **argv)
@@ -111,6 +120,9 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int max_count = argc > 1 ? atoi(argv[1]) : 20001;
     reference_ops_init();
+    MPI_Type_contiguous(4, MPI_INT, &matrix);
+    MPI_Type_commit(&matrix);
+    MPI_Op_create(matmul_matrices, 0, &matrix_product);
     type_case types[] = REFERENCE_TYPES;
     int few = argc > 2 && !strcmp(argv[2], "few");
     int counts[] = {0, 1, 7, max_count / 3 | 1, max_count};
@@ -163,6 +175,8 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("%d checks, %d failures\n", total[0], total[1]);
     MPI_Op_free(&ops[MATMUL]);
+    MPI_Op_free(&matrix_product);
+    MPI_Type_free(&matrix);
     MPI_Finalize();
     return 0;
 }

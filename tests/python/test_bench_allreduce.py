@@ -64,7 +64,7 @@ def test_scans_are_measured_against_the_vendor(flavour, operation):
 @pytest.mark.parametrize("flavour", FLAVOURS)
 @pytest.mark.parametrize("operation", ["reduce-scatter-block", "reduce-scatter"])
 def test_reduce_scatters_are_measured_against_the_vendor(flavour, operation):
-    columns = ["vendor", "auto", "rabenseifner", "ring", "binomial"]
+    columns = ["vendor", "auto", "shared_memory", "rabenseifner", "ring", "binomial"]
     r = bench(flavour, 2, f"--{operation}", "-m", "16:256", "-i", "3", "-x", "1",
               "--algorithms", ",".join(columns), "--json")
     assert r.returncode == 0, r.stderr
@@ -178,7 +178,7 @@ def test_on_a_communicator_made_after_many_live_ones(flavour):
     (["--live-comms", "-1"], "bad --live-comms"),
     (["--scan", "--algorithms", "vendor,ring"], "not 'ring'"),
     (["--exscan", "-c"], "--validation checks allreduce and reduce results only"),
-    (["--reduce-scatter", "--algorithms", "vendor,shared_memory"], "not 'shared_memory'"),
+    (["--reduce-scatter", "--algorithms", "vendor,hierarchical"], "not 'hierarchical'"),
     (["stray"], "unexpected argument"),
 ])
 def test_bad_options_fail_with_a_message(args, message):

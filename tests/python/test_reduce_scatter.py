@@ -29,7 +29,7 @@ def run_plain(flavour, p, preload=True, env=None, max_count="3001", types="all")
 # auto from 1 to 17 ranks; each algorithm forced where it fits (rabenseifner: powers of two; a
 # call it cannot take, uneven blocks or a non-commutative op for the ring, goes to auto's choice)
 CASES = [("auto", 1), ("auto", 2), ("auto", 3), ("auto", 8), ("auto", 17),
-         ("rabenseifner", 4), ("ring", 5), ("binomial", 6)]
+         ("rabenseifner", 4), ("ring", 5), ("binomial", 6), ("shared_memory", 3)]
 
 
 @pytest.mark.parametrize("algorithm,p", CASES)

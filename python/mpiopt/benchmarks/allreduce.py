@@ -85,7 +85,7 @@ def sweep_columns(requested: str, operation: str) -> str:
     if operation in SCAN_OPERATIONS:
         return "vendor,auto"
     if operation in SCATTER_OPERATIONS:
-        return "vendor,auto,rabenseifner,ring,binomial"
+        return "vendor,auto,shared_memory,rabenseifner,ring,binomial"
     names = algorithms.names()
     names = ["vendor"] + [a for a in names if a != "vendor"]
     return ",".join(names + ([FLOOR] if operation == "allreduce" else []))

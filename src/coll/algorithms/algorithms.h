@@ -85,12 +85,14 @@ int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count
 /* Reduce-scatter (reduce_scatter.c): rank r gets block r, elements [displs[r], displs[r + 1]) of
  * the reduction (displs: p + 1 offsets), at the start of recvbuf; this rank's input in c->src, or
  * in recvbuf (MPI_IN_PLACE). ring: commutative ops only; halving: p a power of two and equal
- * blocks; binomial: any call. */
+ * blocks; binomial, shared_memory: any call. */
 int mpiopt_reduce_scatter_blocks_ring(const mpiopt_coll *c, void *recvbuf, const size_t *displs);
 int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
                                          const size_t *displs);
 int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
                                           const size_t *displs);
+int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvbuf,
+                                                const size_t *displs);
 
 /* The registry (registry.c): one entry per mpiopt_algorithm, from mpiopt_algorithms.h (their
  * names are the engine's, engine.h, for the report). The selectors (auto, vendor) have no

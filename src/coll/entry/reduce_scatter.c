@@ -1,12 +1,14 @@
 /* mpiopt_reduce_scatter_block and mpiopt_reduce_scatter (MPI_Reduce_scatter_block,
  * MPI_Reduce_scatter), blocking, nonblocking and persistent.
  *
- * Three algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce
+ * Four algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce
  * algorithms they share their phases with: MPIOPT_ALG_RABENSEIFNER (its first half, recursive
  * halving: p a power of two and equal blocks, every op), MPIOPT_ALG_RING (commutative ops, any
- * p and blocks) and MPIOPT_ALG_BINOMIAL (a binomial reduce and a scatter: any call, in rank
- * order). auto takes halving where it fits (log2 p steps; at p = 2 the ring for a commutative
- * op), else the ring for a commutative op, else binomial. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
+ * p and blocks), MPIOPT_ALG_BINOMIAL (a binomial reduce and a scatter: any call, in rank order)
+ * and MPIOPT_ALG_SHARED_MEMORY (the shared-memory allreduce, each rank keeping its block: any
+ * call). auto takes shared memory up to SHARED_MEMORY_MAX_BYTES, else halving where it fits
+ * (log2 p steps; at p = 2 the ring for a commutative op), else the ring for a commutative op,
+ * else binomial. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
  * or without a kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER
  * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
  * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
@@ -48,18 +50,31 @@ static mpiopt_algorithm env_choice(int block)
     return (mpiopt_algorithm)choice[block];
 }
 
-/* ctx: 1 if every block has the same size. An algorithm asked for that cannot take the call
- * leaves it to auto's choice (not to the vendor, whose op kernels may be wrong). */
+/* Up to this many bytes in all, auto takes the shared-memory allreduce's copy-in and reads (no
+ * message on one node) over any exchange of messages. */
+#define SHARED_MEMORY_MAX_BYTES 8192
+
+typedef struct {
+    int equal;          /* every block has the same size */
+    size_t bytes;       /* the whole buffer's */
+} call_shape;
+
+/* An algorithm asked for that cannot take the call leaves it to auto's choice (not to the
+ * vendor, whose op kernels may be wrong). */
 static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
                                const void *ctx)
 {
-    int equal = *(const int *)ctx, pow2 = (p & (p - 1)) == 0;
-    if ((requested == MPIOPT_ALG_RABENSEIFNER && pow2 && equal) ||
-        (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL)
+    const call_shape *shape = ctx;
+    int pow2 = (p & (p - 1)) == 0;
+    if ((requested == MPIOPT_ALG_RABENSEIFNER && pow2 && shape->equal) ||
+        (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL ||
+        requested == MPIOPT_ALG_SHARED_MEMORY)
         return requested;
+    if (shape->bytes <= SHARED_MEMORY_MAX_BYTES)
+        return MPIOPT_ALG_SHARED_MEMORY;
     /* at p = 2 both halving and the ring are one exchange; the ring's reduction writes the
      * result straight into recvbuf, halving's into scratch first */
-    if (pow2 && equal && !(p == 2 && commutative))
+    if (pow2 && shape->equal && !(p == 2 && commutative))
         return MPIOPT_ALG_RABENSEIFNER;
     return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_BINOMIAL;
 }
@@ -99,17 +114,20 @@ static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblock
         a->plan.why = MPIOPT_WHY_LARGE_COUNT;
         return MPI_SUCCESS;
     }
-    int equal = 1, p = 0;
-    if (a->displs && total >= 0)
-        PMPI_Comm_size(a->comm, &p);
+    call_shape shape = {.equal = 1};
+    int p = 0, size = 0;
+    if (a->displs && total >= 0 && a->datatype != MPI_DATATYPE_NULL &&   /* raised below */
+        PMPI_Comm_size(a->comm, &p) == MPI_SUCCESS &&
+        PMPI_Type_size(a->datatype, &size) == MPI_SUCCESS)
+        shape.bytes = (size_t)total * (size_t)size;
     for (int r = 0; r < p; r++)
-        equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
+        shape.equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
     mpiopt_algorithm env = env_choice(a->block);
     if (requested == MPIOPT_ALG_AUTO && env != MPIOPT_ALG_VENDOR)
         requested = env;
     return mpiopt_plan_collective(requested, env == MPIOPT_ALG_VENDOR, a->comm,
                                   total < 0 ? -1 : (int)total, a->datatype, a->op, nonblocking,
-                                  choose, &equal, &a->plan);
+                                  choose, &shape, &a->plan);
 }
 
 /* The algorithm on a planned call: run now, or recorded into `record`. */
@@ -130,6 +148,8 @@ static int run(const void *args, mpiopt_schedule *record)
         return mpiopt_reduce_scatter_blocks_halving(&c, a->recvbuf, a->displs);
     case MPIOPT_ALG_RING:
         return mpiopt_reduce_scatter_blocks_ring(&c, a->recvbuf, a->displs);
+    case MPIOPT_ALG_SHARED_MEMORY:
+        return mpiopt_reduce_scatter_blocks_shared_memory(&c, a->recvbuf, a->displs);
     default:
         return mpiopt_reduce_scatter_blocks_binomial(&c, a->recvbuf, a->displs);
     }
