@@ -26,13 +26,9 @@
 #endif
 #endif
 
-static int rank, size, checks, failures;
 /* the matrix product on whole matrices: its elements are matrices (reference_ops.h) */
 static MPI_Datatype matrix;
 static MPI_Op matrix_product;
-
-enum { BLOCKING, WAITED, TESTED, PERSISTENT, NFORMS };
-static const char *const form_names[NFORMS] = {"blocking", "waited", "tested", "persistent"};
 
 /* Rank r's block for a base count n: n everywhere (block form), or uneven: every third rank
  * empty, the others n plus a few (whole matrices for the user op: `unit` elements). */
@@ -123,57 +119,33 @@ int main(int argc, char **argv)
     MPI_Type_contiguous(4, MPI_INT, &matrix);
     MPI_Type_commit(&matrix);
     MPI_Op_create(matmul_matrices, 0, &matrix_product);
-    type_case types[] = REFERENCE_TYPES;
     int few = argc > 2 && !strcmp(argv[2], "few");
     int counts[] = {0, 1, 7, max_count / 3 | 1, max_count};
-    for (int block_form = 1; block_form >= 0; block_form--)
-        for (int form = 0; form < NFORMS; form++) {
-#ifndef RSB_INIT
-            if (form == PERSISTENT) continue;
+#ifdef RSB_INIT
+    int have_persistent = 1;
+#else
+    int have_persistent = 0;
 #endif
-            for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-                for (int op = 0; op < MATMUL; op++) {
-                    if (few && types[t].type != MPI_INT && types[t].type != MPI_UNSIGNED_CHAR &&
-                        types[t].type != MPI_DOUBLE)
-                        continue;
-                    if (!types[t].integer && op >= BAND && op <= LXOR) continue;
-                    for (int c = 0; c < 5; c++)
-                        if (form == BLOCKING || c == 2 || c == 4)
-                            check(block_form, form, op, &types[t], counts[c], c == 3);
-                }
-            for (int c = 0; c < 5; c++)     /* the user op, counts of whole matrices */
-                check(block_form, form, MATMUL, &types[0], counts[c] / 4 * 4, c % 2);
-        }
+    for (int block_form = 1; block_form >= 0; block_form--)
+        run_cases(check, block_form, have_persistent, few, counts);
     /* bad arguments come back through the communicator's handler with the standard's class */
     MPI_Comm errs;
     MPI_Comm_dup(MPI_COMM_WORLD, &errs);
     MPI_Comm_set_errhandler(errs, MPI_ERRORS_RETURN);
     int *one = calloc((size_t)size, sizeof(int)), *bad_counts = calloc((size_t)size, sizeof(int));
-    int out[4], cls;
+    int out[4];
     bad_counts[size - 1] = -1;
-    struct { int rc, want; const char *what; } bad[] = {
-        {MPI_Reduce_scatter_block(one, out, -1, MPI_INT, MPI_SUM, errs), MPI_ERR_COUNT,
-         "reduce_scatter_block count -1"},
-        {MPI_Reduce_scatter(one, out, bad_counts, MPI_INT, MPI_SUM, errs), MPI_ERR_COUNT,
-         "reduce_scatter a count -1"},
-        {MPI_Reduce_scatter_block(one, out, 1, MPI_INT, MPI_OP_NULL, errs), MPI_ERR_OP,
-         "reduce_scatter_block MPI_OP_NULL"},
-        {MPI_Reduce_scatter_block(one, out, 1, MPI_DATATYPE_NULL, MPI_SUM, errs), MPI_ERR_TYPE,
-         "reduce_scatter_block MPI_DATATYPE_NULL"}};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        checks++;
-        MPI_Error_class(bad[i].rc, &cls);
-        if (cls != bad[i].want) {
-            failures++;
-            printf("FAIL rank %d %s: error class %d, not %d\n", rank, bad[i].what, cls, bad[i].want);
-        }
-    }
+    check_error_class(MPI_Reduce_scatter_block(one, out, -1, MPI_INT, MPI_SUM, errs),
+                      MPI_ERR_COUNT, "reduce_scatter_block count -1");
+    check_error_class(MPI_Reduce_scatter(one, out, bad_counts, MPI_INT, MPI_SUM, errs),
+                      MPI_ERR_COUNT, "reduce_scatter a count -1");
+    check_error_class(MPI_Reduce_scatter_block(one, out, 1, MPI_INT, MPI_OP_NULL, errs),
+                      MPI_ERR_OP, "reduce_scatter_block MPI_OP_NULL");
+    check_error_class(MPI_Reduce_scatter_block(one, out, 1, MPI_DATATYPE_NULL, MPI_SUM, errs),
+                      MPI_ERR_TYPE, "reduce_scatter_block MPI_DATATYPE_NULL");
     free(one), free(bad_counts);
     MPI_Comm_free(&errs);
-    int total[2], mine[2] = {checks, failures};
-    MPI_Reduce(mine, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%d checks, %d failures\n", total[0], total[1]);
+    print_checks();
     MPI_Op_free(&ops[MATMUL]);
     MPI_Op_free(&matrix_product);
     MPI_Type_free(&matrix);

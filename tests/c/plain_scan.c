@@ -25,11 +25,6 @@
 #endif
 #endif
 
-static int rank, size, checks, failures;
-
-enum { BLOCKING, WAITED, TESTED, PERSISTENT, NFORMS };
-static const char *const form_names[NFORMS] = {"blocking", "waited", "tested", "persistent"};
-
 /* One case: every rank's result against the reference. */
 static void check(int exclusive, int form, int op, const type_case *t, int n, int in_place)
 {
@@ -96,46 +91,27 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int max_count = argc > 1 ? atoi(argv[1]) : 20001;
     reference_ops_init();
-    type_case types[] = REFERENCE_TYPES;
     int counts[] = {0, 1, 7, 1001, max_count};
-    for (int exclusive = 0; exclusive < 2; exclusive++)
-        for (int form = 0; form < NFORMS; form++) {
-#ifndef SCAN_INIT
-            if (form == PERSISTENT) continue;
+#ifdef SCAN_INIT
+    int have_persistent = 1;
+#else
+    int have_persistent = 0;
 #endif
-            for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-                for (int op = 0; op < MATMUL; op++) {
-                    if (!types[t].integer && op >= BAND && op <= LXOR) continue;
-                    for (int c = 0; c < 5; c++)
-                        if (form == BLOCKING || c == 2 || c == 4)
-                            check(exclusive, form, op, &types[t], counts[c], c == 3);
-                }
-            for (int c = 0; c < 5; c++)     /* the user op, counts of whole matrices */
-                check(exclusive, form, MATMUL, &types[0], counts[c] / 4 * 4, c % 2);
-        }
+    for (int exclusive = 0; exclusive < 2; exclusive++)
+        run_cases(check, exclusive, have_persistent, 0, counts);
     /* bad arguments come back through the communicator's handler with the standard's class */
     MPI_Comm errs;
     MPI_Comm_dup(MPI_COMM_WORLD, &errs);
     MPI_Comm_set_errhandler(errs, MPI_ERRORS_RETURN);
-    int one = 1, out, cls;
-    struct { int rc, want; const char *what; } bad[] = {
-        {MPI_Scan(&one, &out, -1, MPI_INT, MPI_SUM, errs), MPI_ERR_COUNT, "scan count -1"},
-        {MPI_Exscan(&one, &out, 1, MPI_INT, MPI_OP_NULL, errs), MPI_ERR_OP, "exscan MPI_OP_NULL"},
-        {MPI_Scan(&one, &out, 1, MPI_DATATYPE_NULL, MPI_SUM, errs), MPI_ERR_TYPE,
-         "scan MPI_DATATYPE_NULL"}};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        checks++;
-        MPI_Error_class(bad[i].rc, &cls);
-        if (cls != bad[i].want) {
-            failures++;
-            printf("FAIL rank %d %s: error class %d, not %d\n", rank, bad[i].what, cls, bad[i].want);
-        }
-    }
+    int one = 1, out;
+    check_error_class(MPI_Scan(&one, &out, -1, MPI_INT, MPI_SUM, errs), MPI_ERR_COUNT,
+                      "scan count -1");
+    check_error_class(MPI_Exscan(&one, &out, 1, MPI_INT, MPI_OP_NULL, errs), MPI_ERR_OP,
+                      "exscan MPI_OP_NULL");
+    check_error_class(MPI_Scan(&one, &out, 1, MPI_DATATYPE_NULL, MPI_SUM, errs), MPI_ERR_TYPE,
+                      "scan MPI_DATATYPE_NULL");
     MPI_Comm_free(&errs);
-    int total[2], mine[2] = {checks, failures};
-    MPI_Reduce(mine, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("%d checks, %d failures\n", total[0], total[1]);
+    print_checks();
     MPI_Op_free(&ops[MATMUL]);
     MPI_Finalize();
     return 0;

@@ -6,6 +6,7 @@
 #define MPIOPT_TEST_REFERENCE_OPS_H
 
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,5 +130,63 @@ static void reference_ops_init(void)
      {"long", MPI_LONG, sizeof(long), 1, fold_long},                                            \
      {"float", MPI_FLOAT, sizeof(float), 0, fold_float},                                        \
      {"double", MPI_DOUBLE, sizeof(double), 0, fold_double}}
+
+/* ---- the programs' bookkeeping ---- */
+
+static int rank, size, checks, failures;
+
+enum { BLOCKING, WAITED, TESTED, PERSISTENT, NFORMS };
+static const char *const form_names[NFORMS] = {"blocking", "waited", "tested", "persistent"};
+
+/* One case of a program: variant (its collective), form, op, type, count, in place. */
+typedef void (*case_fn)(int variant, int form, int op, const type_case *t, int n, int in_place);
+
+/* Every form (persistent where the MPI has it) x type x op that applies to it x count of
+ * counts[5]: the blocking form every count (in place at the fourth), the others the odd and the
+ * largest; then the matrix product at each count of whole matrices (in place at every other).
+ * few: int, unsigned char and double only. */
+static void run_cases(case_fn check, int variant, int have_persistent, int few,
+                      const int counts[5])
+{
+    type_case types[] = REFERENCE_TYPES;
+    for (int form = 0; form < NFORMS; form++) {
+        if (form == PERSISTENT && !have_persistent)
+            continue;
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+            for (int op = 0; op < MATMUL; op++) {
+                if (few && types[t].type != MPI_INT && types[t].type != MPI_UNSIGNED_CHAR &&
+                    types[t].type != MPI_DOUBLE)
+                    continue;
+                if (!types[t].integer && op >= BAND && op <= LXOR)
+                    continue;
+                for (int c = 0; c < 5; c++)
+                    if (form == BLOCKING || c == 2 || c == 4)
+                        check(variant, form, op, &types[t], counts[c], c == 3);
+            }
+        for (int c = 0; c < 5; c++)
+            check(variant, form, MATMUL, &types[0], counts[c] / 4 * 4, c % 2);
+    }
+}
+
+/* A bad argument's call: its error class must be `want` (MPI_ERRORS_RETURN on its comm). */
+static void check_error_class(int rc, int want, const char *what)
+{
+    int cls;
+    checks++;
+    MPI_Error_class(rc, &cls);
+    if (cls != want) {
+        failures++;
+        printf("FAIL rank %d %s: error class %d, not %d\n", rank, what, cls, want);
+    }
+}
+
+/* Rank 0 prints "N checks, M failures" over all ranks. */
+static void print_checks(void)
+{
+    int total[2], mine[2] = {checks, failures};
+    MPI_Reduce(mine, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("%d checks, %d failures\n", total[0], total[1]);
+}
 
 #endif

@@ -87,6 +87,38 @@ def report_rows(stderr: str) -> dict:
             for m in _REPORT_ROW.finditer(stderr)}
 
 
+def assert_all_taken(stderr: str, kinds, details_match=None):
+    """Every call of each entry point in kinds ran mpiopt's algorithms (an `_init` kind may be
+    missing: an MPI without persistent collectives), details matching the regex where given."""
+    rows = report_rows(stderr)
+    for kind in kinds:
+        if kind.endswith("_init") and kind not in rows:
+            continue
+        calls, by_mpiopt, _, details = rows[kind]
+        assert calls > 0 and by_mpiopt == calls, (kind, rows)
+        if details_match:
+            assert re.search(details_match, details), (kind, details)
+
+
+def assert_vendor_when_asked(r, kinds, flavour: str, calls_regex: str):
+    """A plain reduction program (its FAIL lines name the call by calls_regex) run under the
+    drop-in with MPIOPT_<COLLECTIVE>=vendor: every call of kinds went to the vendor and the report
+    says why. On Open MPI 4.1 the program then sees the vendor's own results, whose unsigned char
+    and short sums saturate (its avx op component): the control for the runs where mpiopt takes
+    them and they wrap."""
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = report_rows(r.stderr)
+    seen = [kind for kind in kinds if kind in rows]
+    assert seen, rows
+    for kind in seen:
+        calls, _, by_vendor, details = rows[kind]
+        assert by_vendor == calls > 0 and "MPIOPT_<COLLECTIVE>=vendor" in details, rows
+    if flavour == "openmpi":
+        wrong = re.findall(rf"^FAIL rank \d+ (?:{calls_regex}) \w+ sum (unsigned char|short) ",
+                           r.stdout, re.M)
+        assert {"unsigned char", "short"} <= set(wrong), r.stdout[-3000:]
+
+
 def report_total(stderr: str):
     """(calls mpiopt ran, all calls) from the report's last line, or None."""
     m = _REPORT_TOTAL.search(stderr)

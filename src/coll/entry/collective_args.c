@@ -1,5 +1,6 @@
 /* Argument checks shared by allreduce.c and reduce.c. */
 #include <stddef.h>
+#include <stdlib.h>
 #include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
 
@@ -196,8 +197,21 @@ int mpiopt_vendor_allreduce_ranks_differ(MPI_Datatype datatype, MPI_Op op)
     return 0;
 }
 
-int mpiopt_plan_collective(mpiopt_algorithm requested, int env_vendor, MPI_Comm comm, int count,
-                           MPI_Datatype datatype, MPI_Op op, int nonblocking,
+mpiopt_algorithm mpiopt_env_algorithm(const char *variable, int *cache)
+{
+    int a = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (a < 0) {
+        const char *v = getenv(variable);
+        a = v ? mpiopt_algorithm_from_name(v) : -1;
+        if (a < 0)
+            a = MPIOPT_ALG_AUTO;
+        __atomic_store_n(cache, a, __ATOMIC_RELAXED);
+    }
+    return (mpiopt_algorithm)a;
+}
+
+int mpiopt_plan_collective(mpiopt_algorithm requested, mpiopt_algorithm env, MPI_Comm comm,
+                           int count, MPI_Datatype datatype, MPI_Op op, int nonblocking,
                            mpiopt_choose_fn choose, const void *ctx, mpiopt_call_plan *plan)
 {
     int inter = 0, commutative = 1;
@@ -211,9 +225,11 @@ int mpiopt_plan_collective(mpiopt_algorithm requested, int env_vendor, MPI_Comm 
     int rc = mpiopt_check_arguments(0, comm, count, datatype, op, 0);
     if (rc != MPI_SUCCESS)
         return rc;
+    if (requested == MPIOPT_ALG_AUTO && env != MPIOPT_ALG_VENDOR)
+        requested = env;    /* the algorithm the environment names, or auto */
     if (requested == MPIOPT_ALG_VENDOR)
         *why = MPIOPT_WHY_REQUESTED;
-    else if (requested == MPIOPT_ALG_AUTO && env_vendor)
+    else if (requested == MPIOPT_ALG_AUTO && env == MPIOPT_ALG_VENDOR)
         *why = MPIOPT_WHY_ENV;
     else if (!mpiopt_coll_shape(comm, count, datatype, &plan->p, &bytes) ||
              PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)

@@ -41,15 +41,20 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
                      MPI_Datatype datatype, MPI_Op op, int root, int nonblocking,
                      mpiopt_call_plan *plan);
 
+/* The algorithm (or vendor) that environment variable MPIOPT_<COLLECTIVE> names; auto where it
+ * is unset or names none. Read once into *cache (-1 before). */
+mpiopt_algorithm mpiopt_env_algorithm(const char *variable, int *cache);
+
 /* The plan of a collective that chooses among its own algorithms by a rule of its own (scan.c,
  * reduce_scatter.c; no tuning rows or cost model): the argument checks, reasons and context of
  * mpiopt_plan_call. choose(requested, p, commutative, ctx) names the algorithm that runs the call,
  * or MPIOPT_ALG_VENDOR where none of the collective's fits it (the report: MPIOPT_WHY_ALGORITHM).
- * count: the elements this rank reduces; env_vendor: MPIOPT_<COLLECTIVE>=vendor. */
+ * count: the elements this rank reduces; env: what MPIOPT_<COLLECTIVE> names
+ * (mpiopt_env_algorithm), for a call that asks for auto. */
 typedef mpiopt_algorithm (*mpiopt_choose_fn)(mpiopt_algorithm requested, int p, int commutative,
                                              const void *ctx);
-int mpiopt_plan_collective(mpiopt_algorithm requested, int env_vendor, MPI_Comm comm, int count,
-                           MPI_Datatype datatype, MPI_Op op, int nonblocking,
+int mpiopt_plan_collective(mpiopt_algorithm requested, mpiopt_algorithm env, MPI_Comm comm,
+                           int count, MPI_Datatype datatype, MPI_Op op, int nonblocking,
                            mpiopt_choose_fn choose, const void *ctx, mpiopt_call_plan *plan);
 
 /* The algorithm's part of a planned call (allreduce.c, reduce.c), out of line so that the

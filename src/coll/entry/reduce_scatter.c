@@ -17,7 +17,6 @@
  * is planned at every call. */
 #include <limits.h>
 #include <stdlib.h>
-#include <string.h>
 #include "coll/algorithms/algorithms.h"
 #include "coll/entry/collective_args.h"
 #include "coll/entry/plan_cache.h"
@@ -36,19 +35,6 @@ typedef struct {
     size_t small[65];
     mpiopt_call_plan plan;
 } reduce_scatter_call;
-
-/* MPIOPT_REDUCE_SCATTER_BLOCK / MPIOPT_REDUCE_SCATTER: the algorithm or `vendor` it names, for
- * the calls that ask for auto (read once; unset or a name it does not know: auto). */
-static mpiopt_algorithm env_choice(int block)
-{
-    static int choice[2] = {-1, -1};
-    if (choice[block] < 0) {
-        const char *v = getenv(block ? "MPIOPT_REDUCE_SCATTER_BLOCK" : "MPIOPT_REDUCE_SCATTER");
-        int a = v ? mpiopt_algorithm_from_name(v) : -1;
-        choice[block] = a < 0 ? (int)MPIOPT_ALG_AUTO : a;
-    }
-    return (mpiopt_algorithm)choice[block];
-}
 
 /* Up to this many bytes in all, auto takes the shared-memory allreduce's copy-in and reads (no
  * message on one node) over any exchange of messages. */
@@ -122,10 +108,10 @@ static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblock
         shape.bytes = (size_t)total * (size_t)size;
     for (int r = 0; r < p; r++)
         shape.equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
-    mpiopt_algorithm env = env_choice(a->block);
-    if (requested == MPIOPT_ALG_AUTO && env != MPIOPT_ALG_VENDOR)
-        requested = env;
-    return mpiopt_plan_collective(requested, env == MPIOPT_ALG_VENDOR, a->comm,
+    static int env_cache[2] = {-1, -1};
+    mpiopt_algorithm env = mpiopt_env_algorithm(
+        a->block ? "MPIOPT_REDUCE_SCATTER_BLOCK" : "MPIOPT_REDUCE_SCATTER", &env_cache[a->block]);
+    return mpiopt_plan_collective(requested, env, a->comm,
                                   total < 0 ? -1 : (int)total, a->datatype, a->op, nonblocking,
                                   choose, &shape, &a->plan);
 }

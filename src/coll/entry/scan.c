@@ -9,7 +9,6 @@
  * remembered (plan_cache.c), so a repeated scan asks MPI for nothing before it runs. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
 #include "coll/entry/plan_cache.h"
@@ -26,17 +25,6 @@ typedef struct {
     mpiopt_call_plan plan;
 } scan_call;
 
-/* MPIOPT_SCAN / MPIOPT_EXSCAN: 1 if it says vendor (read once; any other value is auto). */
-static int env_asks_vendor(int exclusive)
-{
-    static int asks[2] = {-1, -1};
-    if (asks[exclusive] < 0) {
-        const char *v = getenv(exclusive ? "MPIOPT_EXSCAN" : "MPIOPT_SCAN");
-        asks[exclusive] = v && !strcmp(v, "vendor");
-    }
-    return asks[exclusive];
-}
-
 /* Recursive doubling takes every call mpiopt can (it keeps rank order), where asked for or
  * chosen. */
 static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
@@ -51,8 +39,11 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
 /* Who runs the call, in a->plan; an MPI error code for arguments the standard calls wrong. */
 static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
 {
-    return mpiopt_plan_collective(requested, env_asks_vendor(a->exclusive), a->comm, a->count,
-                                  a->datatype, a->op, nonblocking, choose, NULL, &a->plan);
+    static int env_cache[2] = {-1, -1};
+    mpiopt_algorithm env = mpiopt_env_algorithm(a->exclusive ? "MPIOPT_EXSCAN" : "MPIOPT_SCAN",
+                                                &env_cache[a->exclusive]);
+    return mpiopt_plan_collective(requested, env, a->comm, a->count, a->datatype, a->op,
+                                  nonblocking, choose, NULL, &a->plan);
 }
 
 /* The algorithm on a planned call: run now, or recorded into `record`. */
