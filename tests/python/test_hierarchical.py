@@ -7,7 +7,8 @@ reference: every op and type of its case set, in place, non-commutative ops, cou
 large ones, roots at both ends, on MPI_COMM_WORLD (consecutive nodes) and on a communicator split
 with reversed keys (nodes of uneven sizes whose ranks are not consecutive: commutative ops run
 node-aware there, non-commutative ones go to a flat algorithm). Blocking calls at every p from 1
-to 17; nonblocking and persistent ones (the schedule recording) at a spread of p. The three ways
+to 17 (under MPICH a spread: P_FOR_K_MPICH says why); nonblocking and persistent ones (the
+schedule recording) at a spread of p. The three ways
 the algorithm splits the work (the whole vector for small counts, halving shares on nodes of one
 power-of-two size, direct shares otherwise) all run: counts 1 to 65537, k = 2, 4 and 3."""
 import json
@@ -26,6 +27,12 @@ RANKS_PER_NODE = [1, 2, 3, 4]
 # were more than CI's time allows beside the rest of the suite.
 P_FOR_K = {1: [1, 2, 3, 5, 8, 13, 17], 2: list(range(1, 18)), 3: list(range(1, 18)),
            4: [1, 3, 4, 5, 6, 8, 9, 12, 16, 17]}
+# Under MPICH, which polls while oversubscribed, a run takes about three times Open MPI's: there
+# a spread of the same layouts (every shape of last node, powers of two and not, 17). The
+# algorithm's code is the same under both MPIs; Open MPI runs every p.
+P_FOR_K_MPICH = {1: [1, 2, 5, 17], 2: [1, 2, 3, 4, 5, 7, 8, 11, 16, 17],
+                 3: [1, 2, 3, 4, 5, 6, 7, 8, 10, 14, 17], 4: [1, 4, 5, 6, 8, 9, 17]}
+P_NONBLOCKING = {"openmpi": (3, 5, 8, 17), "mpich": (3, 8)}
 
 
 def options(p, mode):
@@ -49,7 +56,7 @@ def run_with_nodes(flavour, p, k, mode="blocking", **env):
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_blocking_matches_reference_at_every_p(flavour, k):
     require_build(flavour)
-    for p in P_FOR_K[k]:
+    for p in (P_FOR_K_MPICH if flavour == "mpich" else P_FOR_K)[k]:
         assert_all_checks_passed(run_with_nodes(flavour, p, k), p)
 
 
@@ -58,7 +65,7 @@ def test_blocking_matches_reference_at_every_p(flavour, k):
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_nonblocking_and_persistent_match_reference(flavour, k, mode):
     require_build(flavour)
-    for p in (3, 5, 8, 17):
+    for p in P_NONBLOCKING.get(flavour, (3, 5, 8, 17)):
         assert_all_checks_passed(run_with_nodes(flavour, p, k, mode), p)
 
 
