@@ -41,7 +41,9 @@ enum {
     MPIOPT_PLAN_REDUCE,
     MPIOPT_PLAN_SCAN,
     MPIOPT_PLAN_EXSCAN,
-    MPIOPT_PLAN_REDUCE_SCATTER_BLOCK
+    MPIOPT_PLAN_REDUCE_SCATTER_BLOCK,
+    MPIOPT_PLAN_REDUCE_SCATTER_EQUAL,   /* MPI_Reduce_scatter by its total: equal blocks */
+    MPIOPT_PLAN_REDUCE_SCATTER_UNEVEN   /* and uneven ones */
 };
 
 static inline mpiopt_plan_key mpiopt_plan_make_key(int kind, mpiopt_algorithm requested,

@@ -13,8 +13,8 @@
  * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
  * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
  * algorithm as a schedule (nonblocking.c). A blocking MPI_Reduce_scatter_block's plan is
- * remembered (plan_cache.c); MPI_Reduce_scatter's counts would make its key p words long, so it
- * is planned at every call. */
+ * remembered (plan_cache.c), and an MPI_Reduce_scatter's by its total count and whether its
+ * blocks are equal (what auto chooses by). */
 #include <limits.h>
 #include <stdlib.h>
 #include "coll/algorithms/algorithms.h"
@@ -31,14 +31,16 @@ typedef struct {
     MPI_Datatype datatype;
     MPI_Op op;
     MPI_Comm comm;
-    size_t *displs;             /* p + 1 block offsets, made by plan(): in `small` up to 64 ranks */
+    size_t *displs;             /* p + 1 block offsets (make_displs): in `small` up to 64 ranks */
     size_t small[65];
+    long long total;            /* displs[p], or what make_displs says */
+    int equal;                  /* every block the same size */
     mpiopt_call_plan plan;
 } reduce_scatter_call;
 
 /* Up to this many bytes in all, auto takes the shared-memory allreduce's copy-in and reads (no
  * message on one node) over any exchange of messages. */
-#define SHARED_MEMORY_MAX_BYTES 8192
+#define SHARED_MEMORY_MAX_BYTES 2048
 
 typedef struct {
     int equal;          /* every block has the same size */
@@ -65,55 +67,55 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
     return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_BINOMIAL;
 }
 
-/* The block offsets into a->displs (the caller frees them unless they are a->small), and the
- * total count; -1 total
- * for a negative count (MPI_ERR_COUNT) or a missing comm size, LLONG_MAX past INT_MAX. */
-static long long make_displs(reduce_scatter_call *a)
+/* The block offsets into a->displs (the caller frees them unless they are a->small), a->total
+ * (-1 for a negative count: MPI_ERR_COUNT; LLONG_MAX past INT_MAX; 0 without a communicator,
+ * which the vendor judges) and a->equal; MPI_ERR_NO_MEM or MPI_SUCCESS. */
+static int make_displs(reduce_scatter_call *a)
 {
     int p;
     a->displs = NULL;
+    a->total = 0;
+    a->equal = 1;
     if (a->comm == MPI_COMM_NULL || PMPI_Comm_size(a->comm, &p) != MPI_SUCCESS)
-        return 0;   /* the vendor raises it */
+        return MPI_SUCCESS;
     a->displs = p < 65 ? a->small : malloc(sizeof(size_t) * ((size_t)p + 1));
     if (!a->displs)
-        return -2;
+        return MPI_ERR_NO_MEM;
     long long total = 0;
     a->displs[0] = 0;
     for (int r = 0; r < p; r++) {
         int n = a->block ? a->recvcount : a->recvcounts ? a->recvcounts[r] : -1;
-        if (n < 0)
-            return -1;
+        if (n < 0) {
+            a->total = -1;
+            return MPI_SUCCESS;
+        }
         total += n;
         a->displs[r + 1] = (size_t)total;
+        a->equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
     }
-    return total > INT_MAX ? LLONG_MAX : total;
+    a->total = total > INT_MAX ? LLONG_MAX : total;
+    return MPI_SUCCESS;
 }
 
-/* Who runs the call, in a->plan; an MPI error code for arguments the standard calls wrong. */
+/* Who runs the call (make_displs first), in a->plan; an MPI error code for arguments the
+ * standard calls wrong. */
 static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblocking)
 {
-    long long total = make_displs(a);
-    if (total == -2)
-        return MPI_ERR_NO_MEM;
-    if (total == LLONG_MAX) {
+    if (a->total == LLONG_MAX) {
         a->plan.algorithm = MPIOPT_ALG_VENDOR;
         a->plan.why = MPIOPT_WHY_LARGE_COUNT;
         return MPI_SUCCESS;
     }
-    call_shape shape = {.equal = 1};
-    int p = 0, size = 0;
-    if (a->displs && total >= 0 && a->datatype != MPI_DATATYPE_NULL &&   /* raised below */
-        PMPI_Comm_size(a->comm, &p) == MPI_SUCCESS &&
+    call_shape shape = {.equal = a->equal};
+    int size;
+    if (a->total > 0 && a->datatype != MPI_DATATYPE_NULL &&   /* raised below */
         PMPI_Type_size(a->datatype, &size) == MPI_SUCCESS)
-        shape.bytes = (size_t)total * (size_t)size;
-    for (int r = 0; r < p; r++)
-        shape.equal &= a->displs[r + 1] - a->displs[r] == a->displs[1];
+        shape.bytes = (size_t)a->total * (size_t)size;
     static int env_cache[2] = {-1, -1};
     mpiopt_algorithm env = mpiopt_env_algorithm(
         a->block ? "MPIOPT_REDUCE_SCATTER_BLOCK" : "MPIOPT_REDUCE_SCATTER", &env_cache[a->block]);
-    return mpiopt_plan_collective(requested, env, a->comm,
-                                  total < 0 ? -1 : (int)total, a->datatype, a->op, nonblocking,
-                                  choose, &shape, &a->plan);
+    return mpiopt_plan_collective(requested, env, a->comm, (int)a->total, a->datatype, a->op,
+                                  nonblocking, choose, &shape, &a->plan);
 }
 
 /* The algorithm on a planned call: run now, or recorded into `record`. */
@@ -151,16 +153,20 @@ static int vendor(const reduce_scatter_call *a)
 
 static int blocking(reduce_scatter_call *a, mpiopt_algorithm requested)
 {
-    int rc = MPI_SUCCESS, cached = a->block &&
-        mpiopt_plan_cached(MPIOPT_PLAN_REDUCE_SCATTER_BLOCK, requested, a->comm, a->recvcount,
-                           a->datatype, a->op, 0, &a->plan);
-    if (!cached) {
-        rc = plan(a, requested, 0);
-        if (rc == MPI_SUCCESS && a->block && a->plan.why != MPIOPT_WHY_ARGUMENTS)
-            mpiopt_plan_remember(MPIOPT_PLAN_REDUCE_SCATTER_BLOCK, requested, a->comm,
-                                 a->recvcount, a->datatype, a->op, 0, &a->plan);
-    } else if (a->plan.algorithm != MPIOPT_ALG_VENDOR && make_displs(a) == -2) {
-        rc = MPI_ERR_NO_MEM;
+    int rc = make_displs(a);
+    /* the plan's key: a block call's count, or a call's total and whether its blocks are equal,
+     * which is all auto chooses by */
+    int kind = a->block ? MPIOPT_PLAN_REDUCE_SCATTER_BLOCK
+                        : a->equal ? MPIOPT_PLAN_REDUCE_SCATTER_EQUAL
+                                   : MPIOPT_PLAN_REDUCE_SCATTER_UNEVEN;
+    int key = a->block ? a->recvcount : (int)a->total;
+    int cacheable = rc == MPI_SUCCESS && a->displs && a->total >= 0 && a->total != LLONG_MAX;
+    if (!(cacheable &&
+          mpiopt_plan_cached(kind, requested, a->comm, key, a->datatype, a->op, 0, &a->plan))) {
+        if (rc == MPI_SUCCESS)
+            rc = plan(a, requested, 0);
+        if (rc == MPI_SUCCESS && cacheable && a->plan.why != MPIOPT_WHY_ARGUMENTS)
+            mpiopt_plan_remember(kind, requested, a->comm, key, a->datatype, a->op, 0, &a->plan);
     }
     if (rc == MPI_SUCCESS) {
         mpiopt_report_call(a->block ? MPIOPT_CALL_REDUCE_SCATTER_BLOCK
@@ -203,7 +209,9 @@ static int start(reduce_scatter_call *a, mpiopt_algorithm requested, int persist
         {MPIOPT_CALL_IREDUCE_SCATTER, MPIOPT_CALL_IREDUCE_SCATTER_BLOCK},
         {MPIOPT_CALL_REDUCE_SCATTER_INIT, MPIOPT_CALL_REDUCE_SCATTER_BLOCK_INIT}};
     mpiopt_call_kind kind = kinds[persistent][a->block];
-    int rc = plan(a, requested, 1);
+    int rc = make_displs(a);
+    if (rc == MPI_SUCCESS)
+        rc = plan(a, requested, 1);
     if (rc == MPI_SUCCESS && mpiopt_nonblocking_off()) {
         a->plan.algorithm = MPIOPT_ALG_VENDOR;
         a->plan.why = MPIOPT_WHY_NONBLOCKING_OFF;
@@ -233,6 +241,12 @@ int mpiopt_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcoun
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 mpiopt_algorithm algorithm)
 {
+    /* nothing to reduce (OSU's smallest size at p = 2): answered at once, as the vendors do,
+     * unless the report counts it */
+    if (recvcount == 0 && !mpiopt_report_on && comm != MPI_COMM_NULL &&
+        datatype != MPI_DATATYPE_NULL && op != MPI_OP_NULL && (int)algorithm >= 0 &&
+        algorithm < MPIOPT_ALG_COUNT)
+        return MPI_SUCCESS;
     reduce_scatter_call a = BLOCK_CALL(sendbuf, recvbuf, recvcount, datatype, op, comm);
     return blocking(&a, algorithm);
 }
