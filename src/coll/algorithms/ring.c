@@ -50,12 +50,10 @@ int mpiopt_reduce_scatter_ring_blocks(const mpiopt_coll *c, void *buf, void *tmp
     size_t seg = RING_SEGMENT_BYTES / (c->extent ? c->extent : 1);
     if (seg == 0)
         seg = 1;
-    size_t max_block = 0;
-    for (int b = 0; b < p; b++) {
-        size_t lo, hi;
-        block_range(count, p, displs, b, &lo, &hi);
-        max_block = hi - lo > max_block ? hi - lo : max_block;
-    }
+    size_t max_block = displs ? 0 : count / (size_t)p + 1;  /* the equal split's, or the largest */
+    for (int b = 0; displs && b < p; b++)
+        if (displs[b + 1] - displs[b] > max_block)
+            max_block = displs[b + 1] - displs[b];
     int max_segs = (int)((max_block + seg - 1) / seg) + 1;
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * 2 * (size_t)max_segs);
     if (!reqs)

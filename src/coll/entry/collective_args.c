@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
+#include "coll/engine/schedule.h"
 
 /* The plan from the arguments alone; 1 if it may be remembered (plan_cache.c). */
 static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
@@ -254,4 +255,12 @@ int mpiopt_plan_collective(mpiopt_algorithm requested, mpiopt_algorithm env, MPI
     if (rc == MPI_SUCCESS)
         plan->algorithm = chosen;
     return rc;
+}
+
+int mpiopt_planned_context(const mpiopt_call_plan *plan, MPI_Comm comm, const void *sendbuf,
+                           mpiopt_schedule *record, mpiopt_coll *c)
+{
+    *c = plan->coll;
+    c->src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
+    return record ? mpiopt_schedule_attach(record, c, comm) : MPI_SUCCESS;
 }

@@ -68,6 +68,12 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
                       int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
                       mpiopt_schedule *record) __attribute__((noinline));
 
+/* The context a planned call runs its algorithm in (scan.c, reduce_scatter.c): the plan's, with
+ * this call's input (sendbuf; MPI_IN_PLACE: none), attached to `record` where the call is
+ * recorded as a schedule. An MPI error code. */
+int mpiopt_planned_context(const mpiopt_call_plan *plan, MPI_Comm comm, const void *sendbuf,
+                           mpiopt_schedule *record, mpiopt_coll *c);
+
 /* plan_cache.c: remember a plan made for a call (the lookup is in plan_cache.h). */
 void mpiopt_plan_remember(int kind, mpiopt_algorithm requested, MPI_Comm comm, int count,
                           MPI_Datatype datatype, MPI_Op op, int root, const mpiopt_call_plan *plan);

@@ -20,7 +20,6 @@
 #include "coll/algorithms/algorithms.h"
 #include "coll/entry/collective_args.h"
 #include "coll/entry/plan_cache.h"
-#include "coll/engine/schedule.h"
 
 typedef struct {
     int block;                  /* 1: MPI_Reduce_scatter_block (recvcount), 0: recvcounts[] */
@@ -122,13 +121,10 @@ static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblock
 static int run(const void *args, mpiopt_schedule *record)
 {
     const reduce_scatter_call *a = args;
-    mpiopt_coll c = a->plan.coll;
-    if (record) {
-        int rc = mpiopt_schedule_attach(record, &c, a->comm);
-        if (rc != MPI_SUCCESS)
-            return rc;
-    }
-    c.src = a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf;
+    mpiopt_coll c;
+    int rc = mpiopt_planned_context(&a->plan, a->comm, a->sendbuf, record, &c);
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (a->displs[c.size] == 0)
         return MPI_SUCCESS;     /* every block empty */
     switch (a->plan.algorithm) {

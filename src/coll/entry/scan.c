@@ -12,7 +12,6 @@
 #include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
 #include "coll/entry/plan_cache.h"
-#include "coll/engine/schedule.h"
 
 typedef struct {
     int exclusive;
@@ -50,13 +49,10 @@ static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
 static int run(const void *args, mpiopt_schedule *record)
 {
     const scan_call *a = args;
-    mpiopt_coll c = a->plan.coll;
-    if (record) {
-        int rc = mpiopt_schedule_attach(record, &c, a->comm);
-        if (rc != MPI_SUCCESS)
-            return rc;
-    }
-    c.src = a->sendbuf == MPI_IN_PLACE ? NULL : a->sendbuf;
+    mpiopt_coll c;
+    int rc = mpiopt_planned_context(&a->plan, a->comm, a->sendbuf, record, &c);
+    if (rc != MPI_SUCCESS)
+        return rc;
     return mpiopt_scan_recursive_doubling(&c, a->recvbuf, (size_t)a->count, a->exclusive);
 }
 
