@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from mpiopt import mpi
+from mpiopt import dropin_report, mpi
 
 BUILT_FLAVOURS = mpi.built_flavours()
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
@@ -77,14 +77,10 @@ def flavours():
 
 
 # ---- MPIOPT_REPORT's table (src/coll/engine/report.c), as the tests read it ----
-_REPORT_ROW = re.compile(r"^  (MPI_\S+(?: \(Fortran\))?)\s+(\d+)\s+(\d+)\s+(\d+)  (.*)$", re.M)
-_REPORT_TOTAL = re.compile(r"^mpiopt: (\d+) of (\d+) reduction calls ran mpiopt's algorithms$", re.M)
-
-
 def report_rows(stderr: str) -> dict:
     """{entry point: (calls, by mpiopt, by vendor, details)} from the report rank 0 printed."""
-    return {m.group(1): (int(m.group(2)), int(m.group(3)), int(m.group(4)), m.group(5))
-            for m in _REPORT_ROW.finditer(stderr)}
+    return {name: (r.calls, r.by_mpiopt, r.by_vendor, r.details)
+            for name, r in dropin_report.rows(stderr).items()}
 
 
 def assert_all_taken(stderr: str, kinds, details_match=None):
@@ -121,8 +117,7 @@ def assert_vendor_when_asked(r, kinds, flavour: str, calls_regex: str):
 
 def report_total(stderr: str):
     """(calls mpiopt ran, all calls) from the report's last line, or None."""
-    m = _REPORT_TOTAL.search(stderr)
-    return (int(m.group(1)), int(m.group(2))) if m else None
+    return dropin_report.total(stderr)
 
 
 def mpi4py_flavour(built=None) -> str:

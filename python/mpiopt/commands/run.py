@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import mpi
@@ -166,7 +167,19 @@ def _srun_args(args, workdir: Path, launcher_opts: list[str]) -> tuple[list[str]
     return cmd + launcher_opts, env
 
 
-def run(args) -> int:
+@dataclass
+class Launch:
+    """What `mpiopt run` starts: the command, its environment, and what it found out."""
+    cmd: list[str]
+    env: dict
+    flavour: str
+    inspected: str           # what the MPI was detected from (the binary, mpi4py as imported by …)
+    preload: Path | None     # the libmpiopt.so preloaded, None with --no-preload
+
+
+def plan_launch(args, workdir: Path) -> Launch:
+    """The launch `args` (the options of add_launch_arguments) ask for, with any placement files
+    written into `workdir`, which must outlive the run. Every problem is a UsageError."""
     launcher_opts, program = _split_command(getattr(args, "launcher_extra", []), args.command)
     if not program:
         raise UsageError("no program to run (mpiopt run -np N -- ./app args)")
@@ -215,45 +228,52 @@ def run(args) -> int:
                              f"preloaded, it would fail to load or crash; use the libmpiopt.so "
                              f"built for {flavour}")
 
-    profile_lib = packaged.profile_library if packaged_lib else mpi.profile_library(flavour)
-    if getattr(args, "profile_dir", None) is not None and not profile_lib.exists():
+    profile_lib = (getattr(args, "profile_lib", None)   # `mpiopt advise --mpi`: the installation's
+                   or (packaged.profile_library if packaged_lib else mpi.profile_library(flavour)))
+    # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
+    profile_dir = getattr(args, "profile_dir", None)
+    if profile_dir is not None and not profile_lib.exists():
         raise UsageError(f"{profile_lib} is not built: run `make build` first")
+    env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None,
+                         lib=lib, profile_lib=profile_lib)
+    if profile_dir is not None:
+        env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
+        env.update(getattr(args, "profile_env", {}))
+    if getattr(args, "report", False):
+        env["MPIOPT_REPORT"] = "1"
+    if _slurm.in_allocation(os.environ) and not args.no_srun:
+        cmd, slurm_env = _srun_args(args, workdir, launcher_opts)
+        cmd += program
+        env.update(slurm_env)
+    else:
+        extra = _placement_args(args, flavour, workdir) + launcher_opts
+        cmd = mpi.launcher(flavour, args.np, extra, mpiexec=own_mpiexec) + program
+    return Launch(cmd, env, flavour, inspected,
+                  None if args.no_preload else (lib or mpi.library(flavour)))
 
+
+def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
-        # `mpiopt profile` sets profile_dir: the profiler goes in front of the drop-in
-        profile_dir = getattr(args, "profile_dir", None)
-        env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None,
-                             lib=lib, profile_lib=profile_lib)
-        if profile_dir is not None:
-            env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
-            env.update(getattr(args, "profile_env", {}))
-        if getattr(args, "report", False):
-            env["MPIOPT_REPORT"] = "1"
-        if _slurm.in_allocation(os.environ) and not args.no_srun:
-            cmd, slurm_env = _srun_args(args, Path(workdir), launcher_opts)
-            cmd += program
-            env.update(slurm_env)
-        else:
-            extra = _placement_args(args, flavour, Path(workdir)) + launcher_opts
-            cmd = mpi.launcher(flavour, args.np, extra, mpiexec=own_mpiexec) + program
+        launch = plan_launch(args, Path(workdir))
+        cmd, env = launch.cmd, launch.env
         if args.dry_run:   # what would run, with the files written for it
             files = {p.name: p.read_text() for p in Path(workdir).iterdir()}
-            print(json.dumps({"flavour": flavour, "command": cmd, "files": files,
+            print(json.dumps({"flavour": launch.flavour, "command": cmd, "files": files,
                               "env": {k: env[k] for k in ("SLURM_HOSTFILE", "LD_PRELOAD") if k in env}}))
             return 0
         if args.verbose:
             pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if env.get("LD_PRELOAD") else ""
-            print(f"mpiopt run: {flavour} ({inspected}): {pre}{' '.join(cmd)}", flush=True)
+            print(f"mpiopt run: {launch.flavour} ({launch.inspected}): {pre}{' '.join(cmd)}", flush=True)
         try:
             status = subprocess.run(cmd, env=env).returncode
         except OSError as e:
             raise UsageError(f"cannot start {cmd[0]}: {e}")
     if args.json:
         # after the program's own output: what was launched, for scripts that check the drop-in
-        print(json.dumps({"flavour": flavour, "detected_from": inspected, "command": cmd,
-                          "ld_preload": None if args.no_preload else str(lib or mpi.library(flavour)),
+        print(json.dumps({"flavour": launch.flavour, "detected_from": launch.inspected, "command": cmd,
+                          "ld_preload": str(launch.preload) if launch.preload else None,
                           "exit_status": status}))
-    args.flavour_used = flavour
+    args.flavour_used = launch.flavour
     return status
 
 
