@@ -168,6 +168,13 @@ class Session:
                 previous = (name, wall, mpi_t)
                 step["median_run"] = self._median_run(recs)
             r["steps"].append(step)
+        measured = [s for s in r["steps"] if s.get("wall")]
+        if len(measured) > 2:
+            whole = measure.Change(measure.Figures(measured[0]["wall"]["values"]),
+                                   measure.Figures(measured[-1]["wall"]["values"]))
+            r["overall"] = {**whole.to_json(), "from": measured[0]["name"], "to": measured[-1]["name"]}
+            r["labels"].insert(0, f"from \"{measured[0]['title']}\" to \"{measured[-1]['title']}\": "
+                               f"{whole.ratio:.3f} x the time ({whole.verdict})")
         dropin = self.records.get("dropin", [])
         if dropin and dropin[0].ok:
             rep = launches.report_of(dropin[0])

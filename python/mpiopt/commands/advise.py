@@ -39,7 +39,9 @@ def _variant_rows(results: dict) -> list[list[str]]:
             f"{wall['spread'] * 100:.0f} %" if wall else "-",
             output.seconds(mpi_t["median"]) if mpi_t else "-",
             f"{change['ratio']:.3f}" if change else "-",
-            change["verdict"] if change else s.get("status_line", ""),
+            (f"time: {change['verdict']}; MPI time: {s['mpi_change']['verdict']}"
+             if change and s.get("mpi_change") else change["verdict"] if change
+             else s.get("status_line", "")),
             s["check"]["message"] if s.get("check") else "",
         ])
     return rows
