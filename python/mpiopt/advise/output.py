@@ -112,6 +112,15 @@ def _pyplot():
     return plt
 
 
+def _save(fig, ax, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_steps(path: Path, steps: list[dict]) -> Path | None:
     """Init..Finalize time and MPI time of each measured step: the median, the range as bars."""
     measured = [s for s in steps if s.get("wall")]
@@ -128,11 +137,7 @@ def plot_steps(path: Path, steps: list[dict]) -> Path | None:
         ax.bar([i + offset for i in x], med, 0.4, yerr=err, capsize=3, label=label)
     ax.set_xticks(list(x), [s["title"] for s in measured])
     ax.set_ylabel("seconds (median, min-max)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def plot_calls(path: Path, before: dict, after: dict, after_title: str) -> Path | None:
@@ -148,11 +153,7 @@ def plot_calls(path: Path, before: dict, after: dict, after_title: str) -> Path 
     ax.set_yticks(list(y), names)
     ax.invert_yaxis()
     ax.set_xlabel("seconds a rank (average over ranks)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 def plot_ranks(path: Path, per_rank: dict[str, dict]) -> Path | None:
