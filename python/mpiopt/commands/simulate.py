@@ -10,6 +10,7 @@ from ..plugins import plugin_modules
 EXAMPLE = """examples:
   mpiopt simulate allreduce --ranks 128 --sizes 8:8M --platform torus
   mpiopt simulate allreduce --ranks 64 --sizes 8,1M --platform fattree --ppn 4 --json
+  mpiopt simulate matrix --profile mpiopt-profile.json --ppn 16    a measured matrix, placed
 
 Simulated time is network time on the machine the platform describes; runs are deterministic.
 """

@@ -3,12 +3,9 @@ ranks placed on the simulated nodes by a placement method or a rank-order file, 
 placement. Shows what placement does to the time of a step, not only to the byte counts."""
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -52,28 +49,6 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=3600, help="seconds per simulation (default 3600)")
 
 
-def build_halo2d() -> Path:
-    """examples/halo2d.c compiled with smpicc into build/smpi-examples/ (rebuilt when the source
-    changes). It needs nothing of libmpiopt, so it is not part of the CMake build."""
-    if not smpi.available():
-        raise UsageError("SimGrid SMPI is not installed (smpicc, smpirun: Debian libsimgrid-dev)")
-    src = mpi.repo_root() / "examples" / "halo2d.c"
-    out_dir = mpi.repo_root() / "build" / "smpi-examples"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    exe = out_dir / "halo2d"
-    with open(out_dir / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
-            # built aside and renamed: a simulation still running the old binary keeps it
-            fresh = exe.with_name(f"halo2d.{os.getpid()}")
-            r = subprocess.run(["smpicc", "-O2", "-o", str(fresh), str(src)],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                raise RuntimeError(f"smpicc failed on {src}:\n{r.stderr[-2000:]}")
-            os.replace(fresh, exe)
-    return exe
-
-
 def simulate(exe: Path, placement, grid: Grid, args, workdir: Path) -> dict:
     """One smpirun of halo2d with `placement` turned into the SMPI hostfile."""
     nodes = placement.nnodes
@@ -97,7 +72,8 @@ def simulate(exe: Path, placement, grid: Grid, args, workdir: Path) -> dict:
 
 
 def simulate_all(grid: Grid, placements, args) -> list[dict]:
-    exe = build_halo2d()
+    # it needs nothing of libmpiopt, so it is not part of the CMake build
+    exe = smpi.build_program(mpi.repo_root() / "examples" / "halo2d.c")
     # a directory per run: several simulations may run at once, and smpirun leaves files behind
     workdir = Path(tempfile.mkdtemp(prefix=f"halo-{grid.dims[0]}x{grid.dims[1]}-{args.ppn}-",
                                     dir=exe.parent))

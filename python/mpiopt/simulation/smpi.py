@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import mpi
+from ..errors import UsageError
 
 PLATFORMS = ("cluster", "torus", "fattree")
 FLAVOUR = "smpi"
@@ -107,6 +108,29 @@ def build(targets: list[str]) -> Path:
                 tail = "".join(log.read_text(errors="replace").splitlines(True)[-30:])
                 raise RuntimeError(f"SMPI build failed ({' '.join(cmd)}); see {log}:\n{tail}")
     return out / "bin"
+
+
+def build_program(src: Path) -> Path:
+    """A single-file MPI program that needs nothing of libmpiopt (examples/halo2d.c,
+    examples/matrix_replay.c) compiled with smpicc into build/smpi-examples/, named after the
+    source; rebuilt when the source is newer than the binary. UsageError without SMPI."""
+    if not available():
+        raise UsageError("SimGrid SMPI is not installed (smpicc, smpirun: Debian libsimgrid-dev)")
+    out_dir = mpi.repo_root() / "build" / "smpi-examples"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = out_dir / src.stem
+    # flock: several simulations may build at once
+    with open(out_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+            # built aside and renamed: a simulation still running the old binary keeps it
+            fresh = exe.with_name(f"{src.stem}.{os.getpid()}")
+            r = subprocess.run(["smpicc", "-O2", "-o", str(fresh), str(src), "-lm"],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"smpicc failed on {src}:\n{r.stderr[-2000:]}")
+            os.replace(fresh, exe)
+    return exe
 
 
 # ---- the simulated machine ----
