@@ -148,6 +148,10 @@ def transform_and_build(prof_path: Path, prof: Profile, source: Path, build: str
     if not files:
         raise StepSkipped(f"no C file under {source} holds a call site of the profile")
     db = copy / "compile_commands.json"
+    if db.exists():
+        # its entries name the files by absolute path, of the original tree: point them at the copy
+        # (whose files are the ones parsed), or none would match and the macros would be lost
+        db.write_text(db.read_text().replace(str(source), str(copy)))
     options = Options(mode="nonblocking", flavour=flavour if flavour in ("openmpi", "mpich") else "mpich",
                       compile_commands=db if db.exists() else None, select=Selector(prof_path))
     try:
