@@ -87,6 +87,9 @@ def test_cg_every_step(tmp_path, flavour):
     assert tr["check"]["ok"] is True, tr["check"]
     assert tr["change"]["against"] == "dropin"
     assert data["transform"]["sites_changed"] >= 1
+    # the copy's files are the profiled tree's: matched by path, not by file name alone
+    assert "nonblocking: costly" in data["transform"]["summary"]
+    assert "matched by file name" not in data["transform"]["summary"], data["transform"]["summary"]
     diff = Path(data["transform"]["diff"]).read_text()
     assert "+" in diff and "MPI_I" in diff, diff[:2000]
     assert (src / "cg.c").read_text() == before      # the user's tree is never written

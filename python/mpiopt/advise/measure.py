@@ -64,7 +64,7 @@ class Change:
         if len(self.before.values) < 2 or len(self.after.values) < 2:
             return "one run each: no spread to judge by"
         if not self.measurable:
-            return "no measurable change (the runs' ranges overlap)"
+            return "no measurable change"
         pct = abs(1 - self.ratio) * 100
         return f"{pct:.0f} % faster" if self.ratio < 1 else f"{pct:.0f} % slower"
 
@@ -122,5 +122,5 @@ def check_output(reference: str | None, why_not: str, records: list[RunRecord],
         if diffs:
             return OutputCheck(False, f"output differs from the baseline's (run {r.repetition + 1}): "
                                f"{diffs[0]}" + (f" (+{len(diffs) - 1} more)" if len(diffs) > 1 else ""))
-    what = "the --check matches" if check else "stdout"
-    return OutputCheck(True, f"same {what} as the baseline in {len(ran)} of {len(ran)} runs")
+    what = "--check's matches" if check else "stdout"
+    return OutputCheck(True, f"{what} as the baseline's in {len(ran)} of {len(ran)} runs")

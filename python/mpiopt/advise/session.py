@@ -135,7 +135,8 @@ class Session:
                                "not what a machine with a core a rank gives, and an MPI that polls "
                                "while it waits is slowed most; read the changes as this machine's only")
         r["labels"].append("every run has the profiler in front (the same for every step); times are "
-                           "medians of the rounds, the spread is (max - min) / median")
+                           "medians of the rounds, the spread is (max - min) / median; \"no measurable "
+                           "change\": the runs of the two steps overlap")
         reference, why_not = measure.baseline_reference(self.records.get("baseline", []), self.args.check)
         previous = None
         for name in ("baseline", "dropin", "placement", "transformed"):

@@ -153,7 +153,8 @@ def transform_and_build(prof_path: Path, prof: Profile, source: Path, build: str
         # (whose files are the ones parsed), or none would match and the macros would be lost
         db.write_text(db.read_text().replace(str(source), str(copy)))
     options = Options(mode="nonblocking", flavour=flavour if flavour in ("openmpi", "mpich") else "mpich",
-                      compile_commands=db if db.exists() else None, select=Selector(prof_path))
+                      compile_commands=db if db.exists() else None,
+                      select=Selector(prof_path, copied_from=(source, copy.resolve())))
     try:
         results = [transform_file(f, options) for f in files]
     except ParseError as e:

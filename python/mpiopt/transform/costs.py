@@ -148,8 +148,12 @@ def _same_file(a: str, b: str) -> bool:
 class Selector:
     """Decides per call site of the sources; remembers which profile sites it matched."""
 
-    def __init__(self, path: str | Path, top: int | None = None, min_percent: float | None = None):
+    def __init__(self, path: str | Path, top: int | None = None, min_percent: float | None = None,
+                 copied_from: tuple[Path, Path] | None = None):
         self.path, self.ranks, self.sites = load(path)
+        # (original tree, copy): sources in the copy are the original's files for the profile
+        # (`mpiopt advise` transforms a copy of the tree the profiled program was built from)
+        self.copied_from = copied_from
         self.top = top
         self._by_source: dict[str, tuple] = {}
         # the default threshold applies when neither is given; --top alone ranks only
@@ -172,6 +176,8 @@ class Selector:
         return self._by_source[key]
 
     def _find_files(self, source: Path) -> tuple[list[CostSite], str]:
+        if self.copied_from and source.resolve().is_relative_to(self.copied_from[1]):
+            source = self.copied_from[0] / source.resolve().relative_to(self.copied_from[1])
         exact = [s for s in self.sites if s.file and _same_file(s.file, str(source))]
         if exact:
             return exact, ""
