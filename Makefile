@@ -84,7 +84,7 @@ test-c: build
 	@for f in $(FLAVOURS); do (cd build/$$f && ctest --output-on-failure) || exit 1; done
 
 test-py: build venv
-	$(PY) -m pytest -q tests/python
+	$(PY) -m pytest -q --durations=25 tests/python   # the slowest tests listed: the budget is 45 min
 
 # CI tests one current MPI from PyPI too (tests/python/test_install.py: configure, build,
 # install, find_package and pkg-config consumers, the drop-in under its launcher). Without the

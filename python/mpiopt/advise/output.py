@@ -64,7 +64,7 @@ def markdown(title: str, sections: list[Section]) -> str:
     for s in sections:
         out += [f"## {s.title}", ""]
         if s.rows:
-            out.append("| " + " | ".join(s.headers) + " |")
+            out.append("| " + " | ".join(_md_cell(h) for h in s.headers) + " |")
             out.append("|" + "|".join("---" for _ in s.headers) + "|")
             out += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in s.rows]
             out.append("")
