@@ -161,6 +161,7 @@ def plot_ranks(path: Path, per_rank: dict[str, dict]) -> Path | None:
     if not per_rank:
         return None
     plt = _pyplot()
+    from matplotlib.ticker import MaxNLocator
     fig, axes = plt.subplots(1, len(per_rank), figsize=(4 * len(per_rank), 3.2), sharey=True,
                              squeeze=False)
     for ax, (title, values) in zip(axes[0], per_rank.items()):
@@ -169,6 +170,7 @@ def plot_ranks(path: Path, per_rank: dict[str, dict]) -> Path | None:
         ax.bar(ranks, values["mpi_time"], bottom=values["compute_time"], label="MPI")
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("rank")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0][0].set_ylabel("seconds (Init..Finalize)")
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
