@@ -382,3 +382,20 @@ def test_checker_counts_lines_under_src_coll_only(tmp_path):
                              "src/big.c": "x\n" * 900})
     assert oversized_coll_files(t) == [
         "src/coll/engine/big.c: 601 lines, over 600: split it (one algorithm, one concern a file)"]
+
+
+# The Python side's one rule (README, Layout): commands/ parses arguments and prints; what it
+# calls lives below it and never reaches back up into commands/ or cli.py.
+_UP_IMPORT = re.compile(r"^\s*(?:from\s+(?:\.+|mpiopt\.)(?:commands|cli)\b|import\s+mpiopt\.(?:commands|cli)\b)", re.M)
+
+
+def test_python_modules_below_commands_do_not_import_it():
+    package = ROOT / "python" / "mpiopt"
+    offenders = []
+    for path in package.rglob("*.py"):
+        rel = path.relative_to(package)
+        if rel.parts[0] in ("commands", "cli.py", "__main__.py"):
+            continue
+        for m in _UP_IMPORT.finditer(path.read_text()):
+            offenders.append(f"{rel}: {m.group(0).strip()}")
+    assert not offenders, offenders

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from .. import dropin_report
-from ..commands import run as run_command
+from ..launch import plan_launch
 from ..errors import UsageError
 from ..profile import PROFILE_NAME, ProfileError, load
 
@@ -73,13 +73,13 @@ class Launcher:
         """The flavour the variant runs with; a UsageError when it cannot be launched."""
         probe = self.workdir / "probe"
         probe.mkdir(parents=True, exist_ok=True)
-        return run_command.plan_launch(self._args(variant, probe, False), probe).flavour
+        return plan_launch(self._args(variant, probe, False), probe).flavour
 
     def run(self, variant: Variant, repetition: int, sites: bool = False) -> RunRecord:
         directory = self.workdir / f"{variant.name}-{repetition}"
         directory.mkdir(parents=True, exist_ok=True)
         (directory / PROFILE_NAME).unlink(missing_ok=True)
-        launch = run_command.plan_launch(self._args(variant, directory, sites), directory)
+        launch = plan_launch(self._args(variant, directory, sites), directory)
         env = {**launch.env, **self.extra_env}
         start = time.perf_counter()
         try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import statistics
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
