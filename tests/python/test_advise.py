@@ -161,6 +161,28 @@ def test_output_change_caught_and_failed_build_reported(tmp_path):
     assert _step(data, "baseline")["runs"] == "2/2"
 
 
+PYPI_MPICH = mpi.repo_root() / "build" / "mpis" / "mpich"
+
+
+@pytest.mark.skipif(not (PYPI_MPICH / "bin" / "mpicc").exists(),
+                    reason="no PyPI MPICH in build/mpis (make test-mpis)")
+def test_program_of_another_mpi(tmp_path):
+    """A program built with an MPI that has no libmpiopt: the drop-in step says why and how
+    (--mpi), and the transformed program still runs, compared with the program as it is."""
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(EXAMPLES / "cg.c", src)
+    mpicc = PYPI_MPICH / "bin" / "mpicc"
+    subprocess.run([mpicc, "-O2", "-g", "-o", src / "cg", src / "cg.c", "-lm"], check=True)
+    r, data = _advise(tmp_path, "-np", "2", "--no-plots", "--source", src, "--build",
+                      f"{mpicc} -O2 -g -o cg cg.c -lm", "--", src / "cg", "-n", "64", "-i", "20")
+    assert r.returncode == 0, r.stderr[-3000:]
+    dropin = _step(data, "dropin")
+    assert dropin["status"] == "skipped" and "--mpi PREFIX" in dropin["status_line"], dropin
+    tr = _step(data, "transformed")
+    assert tr["status"] == "ran" and tr["check"]["ok"] is True and tr["change"]["against"] == "baseline", tr
+
+
 def test_bad_arguments(tmp_path):
     r = run_mpiopt("advise", "-np", "2", "--source", tmp_path, "--", "/bin/true")
     assert r.returncode == 2 and "--source DIR and --build CMD go together" in r.stderr

@@ -46,10 +46,16 @@ class Session:
         try:
             self.launcher.check(v)
         except UsageError as e:
-            self.skipped["dropin"] = str(e)
+            hint = " (mpiopt advise --mpi PREFIX builds it)" if "uses the MPI at" in str(e) else ""
+            self.skipped["dropin"] = f"{e}{hint}"
             return None
         self.variants.append(v)
         return v
+
+    @property
+    def _with_dropin(self) -> bool:
+        """The later steps build on the drop-in where it could run (else on the program alone)."""
+        return "dropin" not in self.skipped
 
     def _placement(self, prof) -> None:
         try:
@@ -70,7 +76,7 @@ class Session:
                                              f"too few for {self.args.np} ranks")
                 return
             info["how"] = "run with the order on --hosts"
-            self.variants.append(launches.Variant("placement", self.program, True,
+            self.variants.append(launches.Variant("placement", self.program, self._with_dropin,
                                                   str(plan.order_file), self.args.hosts, plan.ppn))
         else:
             info["how"] = "simulated with SMPI: this is one node, the order cannot be launched here"
@@ -100,7 +106,7 @@ class Session:
             self.skipped["transformed"] = str(e)
             return
         self.results["transform"] = built.to_json()
-        self.variants.append(launches.Variant("transformed", built.program, preload=True))
+        self.variants.append(launches.Variant("transformed", built.program, self._with_dropin))
 
     # --- the runs ----------------------------------------------------------------------------
     def run(self) -> dict:
