@@ -195,6 +195,13 @@ static void resolve(void *dwfl_, const void *ret, char *out, size_t size)
         }
         Dwfl_Line *l = dwfl_module_getsrc(m, pc);
         const char *src = l ? dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL) : NULL;
+        /* a file named as the compiler was given it (`mpicc ref/x.c`) is relative to the
+         * directory it was compiled in: joined to it, the name says which file on any machine
+         * (mpiopt transform --profile matches sources by path) */
+        const char *dir = src && src[0] != '/' ? dwfl_line_comp_dir(l) : NULL;
+        char joined[1024];
+        if (dir && *dir && (size_t)snprintf(joined, sizeof joined, "%s/%s", dir, src) < sizeof joined)
+            src = joined;
         if (src)
             clean(file, sizeof file, src);
     }

@@ -143,6 +143,22 @@ def test_no_debug_info_gives_function_and_offset(tmp_path, flavour):
     assert "(no debug info)" in (data["_dir"] / "mpiopt-profile.txt").read_text()
 
 
+@pytest.mark.parametrize("flavour", PROFILED[:1])
+def test_relative_source_names_become_absolute(tmp_path, flavour):
+    """A program compiled as `mpicc -g sub/x.c` from its tree records the file as `sub/x.c`:
+    the site names it joined to the directory it was compiled in, so that `mpiopt transform
+    --profile` (and advise) match the file by its path, not by its name alone."""
+    import shutil
+    import subprocess
+    (tmp_path / "sub").mkdir()
+    shutil.copy(C_SOURCE, tmp_path / "sub" / C_SOURCE.name)
+    subprocess.run([f"mpicc.{flavour}", "-g", "-O0", "-o", "relative", f"sub/{C_SOURCE.name}"],
+                   cwd=tmp_path, check=True)
+    data = run_profile(tmp_path, tmp_path / "relative", flavour, "--sites", no_preload=True)
+    files = {s["file"] for s in data["sites"]["list"] if Path(s["file"]).name == C_SOURCE.name}
+    assert files == {str(tmp_path / "sub" / C_SOURCE.name)}, files
+
+
 MPI4PY_PROGRAM = """
 from mpi4py import MPI
 import numpy as np
