@@ -13,10 +13,12 @@
  *   binomial  any p, blocks and op: a binomial reduce to rank 0 (rank order), then rank 0 sends
  *             each rank its block:            log2(p)*(alpha + n*(beta + gamma)) + (p-1)*alpha
  *                                             + (p-1)/p*n*beta
- *   shared_memory  any call: the shared-memory allreduce (shared_memory.c: no message on one
- *             node; recursive doubling where the ranks do not share one, and in a schedule) of
- *             the whole buffer, of which each rank keeps its block: for small calls, where one
- *             copy in and p cache lines read beat any exchange of messages
+ *   shared_memory  any call: up to a window buffer (8 KiB), every rank copies its input into
+ *             the node's window and reduces its own block of the p inputs (shared_memory.c: no
+ *             message; one copy in, n/p*p elements read); larger calls, and where the ranks
+ *             share no window or a schedule records the call, the shared-memory allreduce
+ *             (recursive doubling where it cannot run) of the whole buffer, of which each rank
+ *             keeps its block
  * The ring needs count elements of scratch (none more for the blocks in between: they stay in
  * it), halving and binomial need count more where the input is not in recvbuf. */
 #include <stdlib.h>
@@ -122,12 +124,16 @@ int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvb
     if (c->size == 1)
         return alone(c, recvbuf, displs);
     size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
-    /* the allreduce's result: in recvbuf in place (its input is there), else in scratch */
+    int done, rc = mpiopt_reduce_scatter_shared_memory(c, recvbuf, count, lo, n, &done);
+    if (rc != MPI_SUCCESS || done)
+        return rc;
+    /* larger calls (or no window): the allreduce's result, in recvbuf in place (its input is
+     * there), else in scratch */
     void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
     /* in place, the own block may overlap recvbuf's start: moved through tmp */
     void *tmp = !c->src && n > 0 ? mpiopt_coll_scratch(c, n) : NULL;
-    int rc = buf && (c->src || n == 0 || tmp) ? mpiopt_allreduce_shared_memory(c, buf, count)
-                                              : MPI_ERR_NO_MEM;
+    rc = buf && (c->src || n == 0 || tmp) ? mpiopt_allreduce_shared_memory(c, buf, count)
+                                          : MPI_ERR_NO_MEM;
     if (rc == MPI_SUCCESS)
         rc = own_block_to_front(c, recvbuf, mpiopt_at(c, buf, lo), n, tmp);
     if (buf != recvbuf)

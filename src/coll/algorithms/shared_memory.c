@@ -244,6 +244,57 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
 #endif
 }
 
+/* A reduce-scatter that fits one buffer: every rank copies its input into the window and
+ * publishes it, then reduces only its own block, elements [lo, lo + n), of the p inputs, straight
+ * into out; no result is handed back, so a rank reads n*p elements and computes n, not the whole
+ * allreduce. The ring's protocol as above: publishing the next call says this one's inputs were
+ * read. *done = 0: the call is not this algorithm's (the caller takes another). */
+int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, size_t count, size_t lo,
+                                        size_t n, int *done)
+{
+    *done = 0;
+#ifdef SMPI_SAMPLE_FLOPS
+    (void)c, (void)out, (void)count, (void)lo, (void)n;
+    return MPI_SUCCESS;
+#else
+    node_window *w;
+    int rc;
+    if (c->record || c->size < 2 || count * c->extent > BUFFER_BYTES)
+        return MPI_SUCCESS;
+    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS)
+        return rc;
+    if (!w->usable) {
+        if (w->why_unusable >= 0)
+            mpiopt_report_node(0, (mpiopt_node_reason)w->why_unusable);
+        return rc;
+    }
+    *done = 1;
+    /* in place, the own block goes to out's start, over the input: read it from the window */
+    const void *in = c->src ? c->src : out, *mine = c->src;
+    fold_space f = {NULL, NULL, NULL};
+    if (c->size > 2 && n > 0) {
+        int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
+        f.scratch = mpiopt_coll_scratch(c, (size_t)p2 * n);
+        f.value = malloc(sizeof *f.value * (size_t)p2);
+        f.inputs = malloc(sizeof *f.inputs * (size_t)c->size);
+    }
+    ring *g = &w->small;
+    uint64_t call = ++g->calls;
+    wait_writable(c, w, g, call);
+    memcpy(ring_buffer(w->mine, call)->data, in, count * c->extent);
+    publish(w, call);
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank)
+            mpiopt_shm_wait(&ring_buffer(w->all[r], call)->call, call);
+    rc = n ? reduce_window_inputs(c, w, call, mine, lo, out, n, &f) : MPI_SUCCESS;
+    g->writable_until = call + SMALL_BUFFERS - 1;
+    free(f.value);
+    free(f.inputs);
+    mpiopt_scratch_free(f.scratch);
+    return rc;
+#endif
+}
+
 /* Where this algorithm cannot take a call, recursive doubling (the fewest rounds) takes it up to
  * this size and Rabenseifner (half the bytes) above: both have the bits this algorithm computes
  * (tests/c/same_bits.c). The crossover measured at p = 2 on both MPIs (docs/collectives.md). */
