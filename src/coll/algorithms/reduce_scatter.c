@@ -13,12 +13,11 @@
  *   binomial  any p, blocks and op: a binomial reduce to rank 0 (rank order), then rank 0 sends
  *             each rank its block:            log2(p)*(alpha + n*(beta + gamma)) + (p-1)*alpha
  *                                             + (p-1)/p*n*beta
- *   shared_memory  any call: up to a window buffer (8 KiB), every rank copies its input into
- *             the node's window and reduces its own block of the p inputs (shared_memory.c: no
- *             message; one copy in, n/p*p elements read); larger calls, and where the ranks
- *             share no window or a schedule records the call, the shared-memory allreduce
- *             (recursive doubling where it cannot run) of the whole buffer, of which each rank
- *             keeps its block
+ *   shared_memory  any call: every rank copies its input into the node's window (in pieces of
+ *             a window buffer) and reduces its own block of the p inputs (shared_memory.c: no
+ *             message; one copy in, n/p*p elements read). Where the ranks share no window or a
+ *             schedule records the call, the shared-memory allreduce's fallback (recursive
+ *             doubling, Rabenseifner) of the whole buffer, of which each rank keeps its block
  * The ring needs count elements of scratch (none more for the blocks in between: they stay in
  * it), halving and binomial need count more where the input is not in recvbuf. */
 #include <stdlib.h>
@@ -127,8 +126,9 @@ int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvb
     int done, rc = mpiopt_reduce_scatter_shared_memory(c, recvbuf, count, lo, n, &done);
     if (rc != MPI_SUCCESS || done)
         return rc;
-    /* larger calls (or no window): the allreduce's result, in recvbuf in place (its input is
-     * there), else in scratch */
+    /* no window here (or a schedule records the call): the allreduce's fallback, recursive
+     * doubling, of the whole buffer; its result in recvbuf in place (its input is there), else
+     * in scratch */
     void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
     /* in place, the own block may overlap recvbuf's start: moved through tmp */
     void *tmp = !c->src && n > 0 ? mpiopt_coll_scratch(c, n) : NULL;
