@@ -13,7 +13,7 @@
  * A reduce is the same with only the root waiting and reducing, from its own input where the
  * caller left it: the others copy, publish and return. The root publishes when it has read.
  *
- * A larger allreduce piece (SCATTER_FROM_BYTES and up) is reduce-scattered instead: each rank
+ * A larger allreduce piece (SCATTER_FROM_BYTES and up, p > 2) is reduce-scattered instead: each rank
  * reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its slot,
  * publishes that, and then every rank copies the p shares into its output. Each rank computes
  * 1/p of the piece instead of all of it, and the shares' cache lines travel once:
@@ -51,8 +51,11 @@
 #include "coll/node/node_window.h"
 #include "coll/engine/report.h"
 
-/* allreduce pieces of this size and up are reduce-scattered: below, the second round of
- * cache-line handovers costs more than the reduction it shares out */
+/* allreduce pieces of this size and up are reduce-scattered where p > 2: below, the second round
+ * of cache-line handovers costs more than the reduction it shares out. At p = 2 it costs more at
+ * every piece size (a piece is at most 8 KiB): OSU, both ranks reducing the whole piece against
+ * each its half, 4 KiB 1.19-1.24 us against 1.54-1.66 and 8 KiB 1.86-2.08 against 2.08-2.35 under
+ * Open MPI 4.1.4, MPICH 4.0.2 and Intel MPI 2021.15 alike. */
 #define SCATTER_FROM_BYTES 4096
 /* A reduce's other ranks hand over this much through the ring without waiting for the root
  * (fewer buffers than the ring has: the root may still be reading the last of the call before);
@@ -173,7 +176,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_
         if (r != c->rank)
             mpiopt_shm_wait(&ring_buffer(w->all[r], call)->call, call);
     int rc;
-    if (root < 0 && count * c->extent >= SCATTER_FROM_BYTES)
+    if (root < 0 && c->size > 2 && count * c->extent >= SCATTER_FROM_BYTES)
         rc = scatter_gather_piece(c, w, call, out, count, f);
     else
         rc = reduce_window_inputs(c, w, call, mine, 0, out, count, f);
