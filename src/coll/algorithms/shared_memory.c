@@ -188,6 +188,21 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_
 }
 #endif
 
+#ifndef SMPI_SAMPLE_FLOPS
+/* c's window in *w, or NULL where it has none (the reason counted for MPIOPT_REPORT): the call
+ * then takes another algorithm. */
+static int usable_window(const mpiopt_coll *c, node_window **w)
+{
+    int rc = mpiopt_node_window_of(c, w);
+    if (rc == MPI_SUCCESS && !(*w)->usable) {
+        if ((*w)->why_unusable >= 0)
+            mpiopt_report_node(0, (mpiopt_node_reason)(*w)->why_unusable);
+        *w = NULL;
+    }
+    return rc;
+}
+#endif
+
 /* The shared part of both operations (root: as above). A message larger than a buffer goes in
  * pieces, each a call of its own: the ranks that copy run up to buffers - 1 pieces ahead of
  * those that reduce, so copying and reducing overlap. *done = 0: the call is not this
@@ -206,13 +221,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     int rc;
     if (c->record || per_piece == 0 || c->size < 2)
         return MPI_SUCCESS;
-    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS)
+    if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
         return rc;
-    if (!w->usable) {
-        if (w->why_unusable >= 0)
-            mpiopt_report_node(0, (mpiopt_node_reason)w->why_unusable);
-        return rc;
-    }
     *done = 1;
     const char *in = c->src ? c->src : buf;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
@@ -269,13 +279,8 @@ int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, size_t 
     size_t per_piece = BUFFER_BYTES / c->extent;
     if (c->record || c->size < 2 || per_piece == 0)
         return MPI_SUCCESS;
-    if ((rc = mpiopt_node_window_of(c, &w)) != MPI_SUCCESS)
+    if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
         return rc;
-    if (!w->usable) {
-        if (w->why_unusable >= 0)
-            mpiopt_report_node(0, (mpiopt_node_reason)w->why_unusable);
-        return rc;
-    }
     *done = 1;
     /* in place, the own block goes to out's start, over the input: read it from the window */
     const char *in = c->src ? c->src : out, *mine = c->src;
