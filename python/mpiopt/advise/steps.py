@@ -116,9 +116,9 @@ class TransformedBuild:
                 "sites_changed": self.sites_changed, "summary": self.summary}
 
 
-def _site_files(prof: Profile, copy: Path) -> list[Path]:
+def _site_files(sites: list[dict], copy: Path) -> list[Path]:
     """The C files of the copy that hold call sites the profile has file:line for."""
-    names = {Path(s["file"]).name for s in site_rows(prof) if s["debug_info"] and s["file"]}
+    names = {Path(s["file"]).name for s in sites if s["debug_info"] and s["file"]}
     return sorted(f for f in copy.rglob("*.c") if f.name in names)
 
 
@@ -136,15 +136,16 @@ def transform_and_build(prof_path: Path, prof: Profile, source: Path, build: str
     if not exe.is_relative_to(source):
         raise StepSkipped(f"the program {program[0]} is not inside --source {source}: which "
                           "executable the build makes cannot be told")
-    if not site_rows(prof):
+    sites = site_rows(prof)
+    if not sites:
         raise StepSkipped("the profile has no call sites")
-    if not any(s["debug_info"] for s in site_rows(prof)):
+    if not any(s["debug_info"] for s in sites):
         raise StepSkipped("the profile's call sites have no file:line: build the program with -g")
     copy = out_dir / "transformed-source"
     if copy.exists():
         shutil.rmtree(copy)
     shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-    files = _site_files(prof, copy)
+    files = _site_files(sites, copy)
     if not files:
         raise StepSkipped(f"no C file under {source} holds a call site of the profile")
     db = copy / "compile_commands.json"
