@@ -92,9 +92,9 @@ int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
 int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
                                           const size_t *displs);
 /* shared_memory.c: a reduce-scatter on the node's window, each rank reducing its own block
- * [lo, lo + n) of the count elements into out; *done 0 where it cannot (no window, a schedule) */
-int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, size_t count, size_t lo,
-                                        size_t n, int *done);
+ * (displs as above) into out; *done 0 where it cannot (no window, a schedule) */
+int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, const size_t *displs,
+                                        int *done);
 int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvbuf,
                                                 const size_t *displs);
 

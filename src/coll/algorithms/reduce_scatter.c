@@ -123,7 +123,7 @@ int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvb
     if (c->size == 1)
         return alone(c, recvbuf, displs);
     size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
-    int done, rc = mpiopt_reduce_scatter_shared_memory(c, recvbuf, count, lo, n, &done);
+    int done, rc = mpiopt_reduce_scatter_shared_memory(c, recvbuf, displs, &done);
     if (rc != MPI_SUCCESS || done)
         return rc;
     /* no window here (or a schedule records the call): the allreduce's fallback, recursive

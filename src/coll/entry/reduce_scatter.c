@@ -41,7 +41,10 @@ typedef struct {
  * reduce-scatter (each rank copies its input in and reduces its own block: no message on one
  * node) over any exchange of messages. OSU at p = 2, float, against the ring auto took before:
  * 4 KiB 0.81-0.85 us against 1.41-1.47 (Open MPI 4.1.4), 0.87-0.95 against 1.06-1.16 (MPICH
- * 4.0.2), 0.82 against 1.06 (Intel MPI 2021.15); 8 KiB 1.18-1.23 against 2.01-2.15 and 1.33-1.49. */
+ * 4.0.2), 0.82 against 1.06 (Intel MPI 2021.15); 8 KiB 1.18-1.23 against 2.01-2.15 and 1.33-1.49.
+ * With equal blocks, so long as what a rank copies in (all but its own block) fits that buffer:
+ * at p = 2, 16 KiB in 2.0-2.1 us against the ring's 2.8-3.5 (Open MPI 4.1.4, MPICH 4.0.2); at
+ * 32 KiB the window's pieces (5.5-5.8) lose to the ring (3.9-4.4). */
 #define SHARED_MEMORY_MAX_BYTES 8192
 
 typedef struct {
@@ -60,7 +63,8 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
         (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL ||
         requested == MPIOPT_ALG_SHARED_MEMORY)
         return requested;
-    if (shape->bytes <= SHARED_MEMORY_MAX_BYTES)
+    if (shape->bytes <= SHARED_MEMORY_MAX_BYTES ||
+        (shape->equal && shape->bytes - shape->bytes / (size_t)p <= SHARED_MEMORY_MAX_BYTES))
         return MPIOPT_ALG_SHARED_MEMORY;
     /* at p = 2 both halving and the ring are one exchange; the ring's reduction writes the
      * result straight into recvbuf, halving's into scratch first */
