@@ -375,13 +375,15 @@ void parse_options(int argc, char **argv, options *o)
         for (int k = 0; k < o->ncolumns; k++) {
             mpiopt_algorithm a = o->columns[k];
             if (a == MPIOPT_ALG_AUTO || a == MPIOPT_ALG_VENDOR || a == MEMCPY_COLUMN ||
+                a == MPIOPT_ALG_SHARED_MEMORY ||
                 (scatter && (a == MPIOPT_ALG_RABENSEIFNER || a == MPIOPT_ALG_RING ||
-                             a == MPIOPT_ALG_BINOMIAL || a == MPIOPT_ALG_SHARED_MEMORY)))
+                             a == MPIOPT_ALG_BINOMIAL)) ||
+                (!scatter && a == MPIOPT_ALG_RECURSIVE_DOUBLING))
                 continue;
             fail(1, scatter ? "a reduce-scatter has the columns vendor, auto, shared_memory, "
                               "rabenseifner, ring, binomial and memcpy, not '%s'"
-                            : "a scan has the columns vendor, auto and memcpy (auto is mpiopt's "
-                              "recursive doubling), not '%s'", column_name(a));
+                            : "a scan has the columns vendor, auto, shared_memory, "
+                              "recursive_doubling and memcpy, not '%s'", column_name(a));
         }
     }
     if (o->min_size > o->max_size)

@@ -2,7 +2,8 @@
 MPIs: tests/c/plain_scan.c checks blocking, nonblocking and persistent scans of every op and type
 against a rank-order reference (odd and large counts, in place, misaligned buffers, a
 non-commutative user op, wrapping char and short sums, error classes), and MPIOPT_REPORT shows
-that mpiopt's recursive doubling ran every call. The Fortran and mpi4py doors of the scans are
+that mpiopt's algorithms ran every call: auto's choice (shared memory up to 8 ranks, recursive
+doubling above) and each algorithm forced. The Fortran and mpi4py doors of the scans are
 tested with the reduce-scatters' (test_reduce_scatter.py)."""
 import os
 
@@ -26,7 +27,19 @@ def test_every_form_matches_the_reference(flavour, p):
     require_build(flavour)
     r = run_scan(flavour, p, env={"MPIOPT_REPORT": "1"}, max_count="20001" if p <= 8 else "3001")
     assert r.returncode == 0 and " 0 failures" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
-    assert_all_taken(r.stderr, KINDS, "recursive_doubling")
+    assert_all_taken(r.stderr, KINDS, "shared_memory" if p <= 8 else "recursive_doubling")
+
+
+@pytest.mark.parametrize("algorithm,p", [("recursive_doubling", 3), ("shared_memory", 9)])
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_each_algorithm_forced(flavour, algorithm, p):
+    """The algorithm auto does not take at that p, forced: shared memory's fold of 8 lower
+    inputs, recursive doubling's partial steps (p = 3)."""
+    require_build(flavour)
+    r = run_scan(flavour, p, env={"MPIOPT_REPORT": "1", "MPIOPT_SCAN": algorithm,
+                                  "MPIOPT_EXSCAN": algorithm}, max_count="3001")
+    assert r.returncode == 0 and " 0 failures" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert_all_taken(r.stderr, KINDS, algorithm)
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)

@@ -82,7 +82,7 @@ def sweep_columns(requested: str, operation: str) -> str:
     if requested != "all":
         return requested
     if operation in SCAN_OPERATIONS:
-        return "vendor,auto"
+        return "vendor,auto,shared_memory,recursive_doubling"
     if operation in SCATTER_OPERATIONS:
         return "vendor,auto,shared_memory,rabenseifner,ring,binomial"
     names = algorithms.names()
@@ -492,7 +492,7 @@ def print_table(console, doc: dict) -> None:
     from rich.table import Table
     columns = doc["algorithms"]
     short = algorithms.short_names(doc["flavour"])
-    op = "MPI_Reduce" if doc["operation"] == "reduce" else "MPI_Allreduce"
+    op = "MPI_" + doc["operation"].capitalize()     # MPI_Reduce_scatter_block, MPI_Exscan, …
     over = doc.get("oversubscribed")
     note = f" [bold yellow]OVERSUBSCRIBED: {doc['ranks']} ranks on {doc.get('cores', '?')} cores[/]" if over else ""
     if doc.get("repetitions"):

@@ -81,6 +81,10 @@ MPIOPT_ALGORITHM_LIST(MPIOPT_DECLARE_ALGORITHM)
 /* Scan (exclusive = 0) or exscan (1) by recursive doubling (scan.c): this rank's input in c->src,
  * or in buf (MPI_IN_PLACE); its prefix lands in buf (an exscan leaves rank 0's buf as it was). */
 int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count, int exclusive);
+/* shared_memory.c: the same on the node's window (rank r folds the r lower inputs); *done 0
+ * where it cannot (no window, a schedule records the call) */
+int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int exclusive,
+                              int *done);
 
 /* Reduce-scatter (reduce_scatter.c): rank r gets block r, elements [displs[r], displs[r + 1]) of
  * the reduction (displs: p + 1 offsets), at the start of recvbuf; this rank's input in c->src, or

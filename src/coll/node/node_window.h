@@ -180,6 +180,9 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
 /* A reduce to `root` the same way: the others copy their chunks in and return */
 int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                              size_t count, int root);
+/* A scan (exclusive = 0) or exscan the same way: rank r folds the chunks of the ranks below */
+int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                           size_t count, int exclusive);
 
 /* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
  * barrier), then whether every rank can read every other (collective, after it) */
