@@ -257,6 +257,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
 #endif
 }
 
+#ifndef SMPI_SAMPLE_FLOPS
 /* A reduce-scatter whose every rank's input, less its own block, fits one buffer (at p = 2 and
  * equal blocks: 16 KiB in all): a rank copies in only what the others reduce, the parts of its
  * input before and after its own block, end to end, so that rank r's buffer holds element e at
@@ -307,6 +308,8 @@ static int reduce_scatter_others_only(const mpiopt_coll *c, node_window *w, void
     mpiopt_scratch_free(copy);
     return rc;
 }
+
+#endif
 
 /* A reduce-scatter on the window: every rank copies its input in and publishes it, then reduces
  * only its own block, elements [lo, lo + n), of the p inputs, straight into out; no result is
