@@ -73,8 +73,12 @@ static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
     if (a->count > 0 && a->datatype != MPI_DATATYPE_NULL &&    /* raised below */
         PMPI_Type_size(a->datatype, &size) == MPI_SUCCESS)
         shape.bytes = (size_t)a->count * (size_t)size;
-    return mpiopt_plan_collective(requested, env, a->comm, a->count, a->datatype, a->op,
-                                  nonblocking, choose, &shape, &a->plan);
+    int rc = mpiopt_plan_collective(requested, env, a->comm, a->count, a->datatype, a->op,
+                                    nonblocking, choose, &shape, &a->plan);
+    /* a schedule is made of messages: what a nonblocking call records (run) is said as such */
+    if (nonblocking && a->plan.algorithm == MPIOPT_ALG_SHARED_MEMORY)
+        a->plan.algorithm = MPIOPT_ALG_RECURSIVE_DOUBLING;
+    return rc;
 }
 
 /* The algorithm on a planned call: run now, or recorded into `record`. */
