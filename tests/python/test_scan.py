@@ -48,6 +48,17 @@ def test_each_algorithm_forced(flavour, algorithm, p):
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_exscan_pair_without_single_copy(flavour):
+    """p = 2 takes the single-copy exscan pair from 16 KiB where the ranks may read each other
+    (the test above); with MPIOPT_SHM_SINGLE_COPY=0, as where they may not, those exscans are
+    recursive doubling's one message and the rest shared memory's window, still exact."""
+    require_build(flavour)
+    r = run_scan(flavour, 2, env={"MPIOPT_REPORT": "1", "MPIOPT_SHM_SINGLE_COPY": "0"})
+    assert r.returncode == 0 and " 0 failures" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    assert_all_taken(r.stderr, KINDS)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_vendor_when_asked(flavour):
     """MPIOPT_SCAN / MPIOPT_EXSCAN=vendor hand every call on, and the report says why; Open MPI
     4.1's own scans then saturate small sums, where mpiopt's wrap (the test above)."""

@@ -70,6 +70,15 @@
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
 
+/* An exscan at p = 2 is one message, rank 0's input to rank 1. From this size both ranks copy
+ * half of it, from one address space to the other (single_copy.c), where they can; where they
+ * cannot, the vendor's point-to-point (recursive doubling's one message) moves it faster than the
+ * window copies it in and out, up to EXSCAN_STAGED_FROM_BYTES (p = 2, MPI_FLOAT, OSU's figure,
+ * one run: 32-512 KiB 2.7-24.8 us against 5.0-35.1 under Open MPI 4.1.4, 3.7-51 against
+ * 4.7-38 under MPICH 4.0.2; 1 MiB 70-81 against 85-117). */
+#define EXSCAN_PAIR_FROM_BYTES (16u << 10)
+#define EXSCAN_STAGED_FROM_BYTES (1u << 20)
+
 /* SimGrid's mpi.h defines SMPI_SAMPLE_FLOPS: there every call takes the other algorithm */
 #ifndef SMPI_SAMPLE_FLOPS
 
@@ -226,7 +235,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     *done = 1;
     const char *in = c->src ? c->src : buf;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
-        if (w->direct && bytes >= DIRECT_FROM_BYTES)
+        if (w->direct_allreduce && bytes >= DIRECT_FROM_BYTES)
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
         if (mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
@@ -408,6 +417,14 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
+    if (exclusive && c->size == 2 && count * e >= EXSCAN_PAIR_FROM_BYTES) {
+        if (w->direct)
+            return mpiopt_shm_direct_exscan_pair(c, w, in, buf, count);
+        if (count * e < EXSCAN_STAGED_FROM_BYTES) {
+            *done = 0;      /* recursive doubling's one message */
+            return MPI_SUCCESS;
+        }
+    }
     /* an exscan's larger calls through the stages: at p = 2 rank 1 only copies rank 0's input,
      * and its copies from 64 KiB stages beat those from the ring's 8 KiB buffers (128 KiB-1 MiB,
      * 9.8-70 against 13-77 us, Open MPI 4.1.4, one run); a scan's fold did not gain */

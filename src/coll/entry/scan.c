@@ -5,8 +5,7 @@
  * small p) need p - 1 in a chain; and shared memory (algorithms/shared_memory.c), where each rank
  * copies its input into the node's window once and rank r folds the r below it, no message at
  * all. auto takes shared memory up to SHARED_MEMORY_MAX_RANKS ranks (where the communicator has
- * no window it runs recursive doubling), recursive doubling above and for the exscans at p = 2
- * that are one message best sent as one (EXSCAN_MESSAGE_FROM_BYTES). The vendor takes what mpiopt cannot (an
+ * no window it runs recursive doubling), recursive doubling above. The vendor takes what mpiopt cannot (an
  * intercommunicator, a datatype with holes or without a kernel) and what the caller or
  * MPIOPT_SCAN / MPIOPT_EXSCAN (= vendor) send to it; a nonblocking call records the blocking
  * algorithm as a schedule (nonblocking.c), as allreduce's do. A blocking call's plan is
@@ -31,35 +30,19 @@ typedef struct {
 /* Rank r of the shared-memory scan reads r inputs where recursive doubling's rank exchanges
  * log2 p messages */
 #define SHARED_MEMORY_MAX_RANKS 8
-/* An exscan at p = 2 is one message, rank 0's input to rank 1: from this size to
- * EXSCAN_MESSAGE_BELOW_BYTES the vendor's own point-to-point moves it faster than shared memory
- * copies it in and out (p = 2, MPI_FLOAT, OSU's figure, one run: 32-512 KiB 2.7-24.8 us against
- * 5.0-35.1 under Open MPI 4.1.4, 3.7-51 against 4.7-38 under MPICH 4.0.2; 1 MiB 70-81 against
- * 85-117), so recursive doubling (that message) takes them. */
-#define EXSCAN_MESSAGE_FROM_BYTES (16u << 10)
-#define EXSCAN_MESSAGE_BELOW_BYTES (1u << 20)
-
-typedef struct {
-    int exclusive;
-    size_t bytes;
-} call_shape;
 
 /* Either algorithm takes every call mpiopt can (both keep rank order), where asked for or
  * chosen; another name asked for goes to the vendor. */
 static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
                                const void *ctx)
 {
-    const call_shape *shape = ctx;
-    (void)commutative;
+    (void)commutative, (void)ctx;
     if (requested == MPIOPT_ALG_RECURSIVE_DOUBLING || requested == MPIOPT_ALG_SHARED_MEMORY)
         return requested;
     if (requested != MPIOPT_ALG_AUTO)
         return MPIOPT_ALG_VENDOR;
-    if (p > SHARED_MEMORY_MAX_RANKS ||
-        (shape->exclusive && p == 2 && shape->bytes >= EXSCAN_MESSAGE_FROM_BYTES &&
-         shape->bytes < EXSCAN_MESSAGE_BELOW_BYTES))
-        return MPIOPT_ALG_RECURSIVE_DOUBLING;
-    return MPIOPT_ALG_SHARED_MEMORY;
+    return p > SHARED_MEMORY_MAX_RANKS ? MPIOPT_ALG_RECURSIVE_DOUBLING
+                                       : MPIOPT_ALG_SHARED_MEMORY;
 }
 
 /* Who runs the call, in a->plan; an MPI error code for arguments the standard calls wrong. */
@@ -68,13 +51,8 @@ static int plan(scan_call *a, mpiopt_algorithm requested, int nonblocking)
     static int env_cache[2] = {-1, -1};
     mpiopt_algorithm env = mpiopt_env_algorithm(a->exclusive ? "MPIOPT_EXSCAN" : "MPIOPT_SCAN",
                                                 &env_cache[a->exclusive]);
-    call_shape shape = {.exclusive = a->exclusive};
-    int size;
-    if (a->count > 0 && a->datatype != MPI_DATATYPE_NULL &&    /* raised below */
-        PMPI_Type_size(a->datatype, &size) == MPI_SUCCESS)
-        shape.bytes = (size_t)a->count * (size_t)size;
     int rc = mpiopt_plan_collective(requested, env, a->comm, a->count, a->datatype, a->op,
-                                    nonblocking, choose, &shape, &a->plan);
+                                    nonblocking, choose, NULL, &a->plan);
     /* a schedule is made of messages: what a nonblocking call records (run) is said as such */
     if (nonblocking && a->plan.algorithm == MPIOPT_ALG_SHARED_MEMORY)
         a->plan.algorithm = MPIOPT_ALG_RECURSIVE_DOUBLING;

@@ -91,7 +91,9 @@ struct mpiopt_node_window {
     int freed;                      /* the windows are gone (MPI_Finalize came first) */
     MPI_Win win;
     ring small;
-    int direct;                     /* every rank can read every other's memory (single_copy.c) */
+    int direct;                     /* every rank can read and write every other's memory
+                                     * (single_copy.c), found when the window is made */
+    int direct_allreduce;           /* and MPIOPT_SHM_SINGLE_COPY=1 asks large allreduces to */
     int stages_tried;               /* the stage window was asked for (made or refused) */
     MPI_Win stage_win;              /* MPI_WIN_NULL until made */
     uint64_t stages;                /* in each rank's stage array, the same on every rank
@@ -191,5 +193,9 @@ int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w);
 /* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
 int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);
+/* An exscan at p = 2 (rank 0's input to rank 1's out), half of it read by rank 1 and half
+ * written by rank 0 (w->direct set) */
+int mpiopt_shm_direct_exscan_pair(const mpiopt_coll *c, node_window *w, const void *in,
+                                  void *out, size_t count);
 
 #endif

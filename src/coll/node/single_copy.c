@@ -1,4 +1,5 @@
-/* Single-copy allreduce on one node: the shared_memory algorithm's way for large messages.
+/* Single-copy allreduce and exscan pair on one node: the shared_memory algorithm's way for large
+ * messages.
  *
  * Through the window every byte is copied twice: into the rank's buffer, and out of the others'
  * buffers into the result. Here each rank reads the other ranks' memory where the program keeps
@@ -22,10 +23,12 @@
  *
  * Whether the ranks may read each other is found once, when the window is made: each reads a word
  * of every other rank (a container or Yama's ptrace_scope can forbid it); all ranks must agree, or
- * none takes this way. Only with MPIOPT_SHM_SINGLE_COPY=1: on the machine it was measured on (a
- * virtual machine) process_vm_readv copies at a quarter of memcpy's speed (5 against 16-19 GB/s,
- * 64 KiB-1 MiB), and the stages of staged.c beat it at every size from 64 KiB to
- * 16 MiB (1.1-1.9x, against Intel MPI 2021.15, one run). */
+ * none takes this way (MPIOPT_SHM_SINGLE_COPY=0: none ever does). The allreduce only with
+ * MPIOPT_SHM_SINGLE_COPY=1: on the machine it was measured on (a virtual machine)
+ * process_vm_readv copied at a quarter of memcpy's speed (5 against 16-19 GB/s, 64 KiB-1 MiB),
+ * and the stages of staged.c beat it at every size from 64 KiB to 16 MiB (1.1-1.9x, against
+ * Intel MPI 2021.15, one run); on another (2026-11-27) at half (28 against 50 GB/s at 256 KiB). The
+ * exscan pair (below) by default: it replaces a message, which the vendors move the same way. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
@@ -68,22 +71,50 @@ static int read_remote(int64_t pid, void *local, const void *remote, size_t n)
 #endif
 }
 
+/* n bytes from `local` to `remote` in process pid. */
+static int write_remote(int64_t pid, void *remote, const void *local, size_t n)
+{
+#ifdef __linux__
+    while (n > 0) {
+        struct iovec l = {(void *)local, n}, r = {remote, n};
+        ssize_t put = process_vm_writev((pid_t)pid, &l, 1, &r, 1, 0);
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return MPI_ERR_OTHER;
+        local = (const char *)local + put;
+        remote = (char *)remote + put;
+        n -= (size_t)put;
+    }
+    return MPI_SUCCESS;
+#else
+    (void)pid, (void)local, (void)remote, (void)n;
+    return MPI_ERR_OTHER;
+#endif
+}
+
 void mpiopt_shm_direct_prepare(node_window *w)
 {
     w->mine->direct.pid = (int64_t)getpid();
     w->mine->direct.probe = &probe_word;
 }
 
+/* Writing another process's memory takes the same permission as reading it (ptrace's attach
+ * check), so the read probe answers for both. */
 int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w)
 {
-    int can = mpiopt_env_long("MPIOPT_SHM_SINGLE_COPY", 0) != 0;
+    /* MPIOPT_SHM_SINGLE_COPY: 0 never, unset the exscan pair only, 1 large allreduces too */
+    long asked = mpiopt_env_long("MPIOPT_SHM_SINGLE_COPY", -1);
+    int can = asked != 0;
     for (int r = 0; can && r < c->size; r++) {
         uint64_t seen = 0;
         if (r != c->rank)
             can = read_remote(w->all[r]->direct.pid, &seen, w->all[r]->direct.probe, sizeof seen)
                       == MPI_SUCCESS && seen == probe_word;
     }
-    return PMPI_Allreduce(&can, &w->direct, 1, MPI_INT, MPI_MIN, c->user_comm);
+    int rc = PMPI_Allreduce(&can, &w->direct, 1, MPI_INT, MPI_MIN, c->user_comm);
+    w->direct_allreduce = w->direct && asked == 1;
+    return rc;
 }
 
 static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)
@@ -165,6 +196,43 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
     free(f.value);
     free(inputs);
     mpiopt_scratch_free(scratch);
+    return rc;
+}
+
+/* An exscan at p = 2 is one message: rank 0's input becomes rank 1's result. A message moves it
+ * by one copy on one core (the vendors' single-copy transports); here, from
+ * EXSCAN_SPLIT_FROM_BYTES, both cores copy, rank 1 reading the first half of rank 0's input into
+ * its output while rank 0 writes the second half there (below, rank 1 reads it all). Each posts
+ * its addresses, copies, and posts that it is done; each leaves once the other is (rank 0's input
+ * is read until rank 1 is done, rank 1's output written until rank 0 is). Open MPI 4.1.4, p = 2,
+ * MPI_FLOAT, three runs, vendor's time / this: halves 64 KiB-1 MiB 1.17-1.85, rank 1 alone
+ * 0.87-1.11 (the vendor's one copy); at 16-32 KiB rank 1 alone 1.09-1.43. */
+#define EXSCAN_SPLIT_FROM_BYTES (64u << 10)
+int mpiopt_shm_direct_exscan_pair(const mpiopt_coll *c, node_window *w, const void *in,
+                                  void *out, size_t count)
+{
+    int me = c->rank, rc;
+    uint64_t call = ++w->small.calls;     /* numbered as the small ring's (shared_memory.c) */
+    direct_block *mine = &w->mine->direct;
+    const direct_block *theirs = &w->all[1 - me]->direct;
+    mine->src = in;
+    mine->dst = out;
+    post(&mine->posted, call);
+    mpiopt_shm_wait(&theirs->posted, call);
+    /* rank 1 reads [0, read), rank 0 writes the rest */
+    size_t read = count * c->extent >= EXSCAN_SPLIT_FROM_BYTES ? count / 2 : count;
+    if (me == 1)
+        rc = read_remote(theirs->pid, out, theirs->src, read * c->extent);
+    else if (read < count)
+        rc = write_remote(theirs->pid, mpiopt_at(c, theirs->dst, read), mpiopt_at(c, in, read),
+                          (count - read) * c->extent);
+    else
+        rc = MPI_SUCCESS;
+    post(&mine->reduced, call);
+    mpiopt_shm_wait(&theirs->reduced, call);
+    /* both ranks have finished every call before this one: the ring counts it as its own */
+    post(&ring_buffer(w->mine, call)->call, call);
+    w->small.writable_until = call + SMALL_BUFFERS - 1;
     return rc;
 }
 #endif
