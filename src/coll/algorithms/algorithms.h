@@ -20,6 +20,12 @@
  * to fill). tmp: count elements of scratch. */
 int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
                                   const void *mine, const int *rank_of, int levels, int g);
+/* The same with the range cut at member boundaries instead of in halves: member index k's range
+ * is [cuts[k], cuts[k + 1]) (2^levels + 1 offsets, cuts[2^levels] the count), and member g ends
+ * holding member index bitreverse(g)'s range. */
+int mpiopt_reduce_scatter_halving_cuts(const mpiopt_coll *c, void *buf, void *tmp,
+                                       const size_t *cuts, const void *mine, const int *rank_of,
+                                       int levels, int g);
 /* Allgather by recursive doubling: the inverse of the reduce-scatter above. */
 int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,
                               int levels, int g);

@@ -18,15 +18,19 @@
 #include <string.h>
 #include "coll/algorithms/algorithms.h"
 
-int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
-                                  const void *mine, const int *rank_of, int levels, int g)
+/* Both forms below: the range halves by elements (cuts NULL) or at the member boundaries of
+ * cuts (2^levels + 1 element offsets: member index k's range is [cuts[k], cuts[k + 1])). */
+static int halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count, const size_t *cuts,
+                   const void *mine, const int *rank_of, int levels, int g)
 {
     size_t lo = 0, hi = count;
+    unsigned first = 0, last = 1u << levels;    /* the member indices of [lo, hi) with cuts */
     if (levels == 0 && mine != buf && count > 0)    /* a group of one: the range is all of it */
         mpiopt_coll_copy(c, buf, mine, count * c->extent);
     for (int i = 0; i < levels; i++, mine = buf) {
         int partner = g ^ (1 << i);
-        size_t mid = lo + (hi - lo) / 2;
+        unsigned middle = first + (last - first) / 2;
+        size_t mid = cuts ? cuts[middle] : lo + (hi - lo) / 2;
         int upper = (g >> i) & 1;
         size_t keep_lo = upper ? mid : lo, keep_hi = upper ? hi : mid;
         size_t send_lo = upper ? lo : mid, send_hi = upper ? mid : hi;
@@ -42,8 +46,25 @@ int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, si
             return rc;
         lo = keep_lo;
         hi = keep_hi;
+        if (upper)
+            first = middle;
+        else
+            last = middle;
     }
     return MPI_SUCCESS;
+}
+
+int mpiopt_reduce_scatter_halving(const mpiopt_coll *c, void *buf, void *tmp, size_t count,
+                                  const void *mine, const int *rank_of, int levels, int g)
+{
+    return halving(c, buf, tmp, count, NULL, mine, rank_of, levels, g);
+}
+
+int mpiopt_reduce_scatter_halving_cuts(const mpiopt_coll *c, void *buf, void *tmp,
+                                       const size_t *cuts, const void *mine, const int *rank_of,
+                                       int levels, int g)
+{
+    return halving(c, buf, tmp, cuts[1u << levels], cuts, mine, rank_of, levels, g);
 }
 
 int mpiopt_allgather_doubling(const mpiopt_coll *c, void *buf, size_t count, const int *rank_of,

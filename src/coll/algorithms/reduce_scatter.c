@@ -4,12 +4,16 @@
  *
  *   ring      any p and blocks, commutative ops: the allreduce's ring phase (ring.c), turned to
  *             end on each rank's own block:   (p-1)*alpha + (p-1)/p*n*(beta + gamma)
- *   halving   p a power of two, equal blocks, every op: the recursive halving of
+ *   halving   every call; p a power of two and equal blocks: the recursive halving of
  *             halving_doubling.c:             log2(p)*alpha + (p-1)/p*n*(beta + gamma)
  *             It leaves rank g holding block bitreverse(g). For a commutative op the ranks take
  *             part in bit-reversed order, so each ends on its own block; for any other op they
  *             keep rank order (rank-ordered results) and swap blocks at the end:
  *                                             + alpha + n/p*beta
+ *             Any other p or blocks (halving_folded): the surplus ranks fold in, the p2 members
+ *             halve at their blocks' boundaries, and each block goes to its rank:
+ *             alpha + n*(beta + gamma) + log2(p2)*alpha + (p2-1)/p2*n*(beta + gamma)
+ *                                             + alpha + 2n/p*beta
  *   binomial  any p, blocks and op: a binomial reduce to rank 0 (rank order), then rank 0 sends
  *             each rank its block:            log2(p)*(alpha + n*(beta + gamma)) + (p-1)*alpha
  *                                             + (p-1)/p*n*beta
@@ -79,12 +83,75 @@ static unsigned bit_reverse(unsigned x, int levels)
     return y;
 }
 
+/* Halving for any p and blocks: the ranks beyond a power of two fold in (rank 2m's input to rank
+ * 2m + 1, which reduces it: Rabenseifner's non-power-of-two step), the p2 members halve at the
+ * boundaries of the blocks they stand for (member m: ranks 2m and 2m + 1 while m < surplus, else
+ * rank m + surplus), and the member holding each rank's block sends it there. The input is read
+ * where it is, recvbuf included (in place: it is written only at the end), the results kept in
+ * scratch until then. */
+static int halving_folded(const mpiopt_coll *c, void *recvbuf, const size_t *displs)
+{
+    int p = c->size, me = c->rank, rc, levels, p2 = mpiopt_pow2_floor(p, &levels);
+    int surplus = p - p2;
+    size_t count = displs[p], lo = displs[me], n = displs[me + 1] - lo;
+    mpiopt_coll in = *c;
+    if (!in.src)
+        in.src = recvbuf;
+    void *buf = mpiopt_coll_scratch(c, count);
+    size_t *cuts = malloc(sizeof *cuts * ((size_t)p2 + 1));
+    mpiopt_fold f = {.tmp = NULL, .rank_of = NULL};
+    if (!buf || !cuts) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    for (int m = 0; m < p2; m++)
+        cuts[m] = displs[m < surplus ? 2 * m : m + surplus];
+    cuts[p2] = count;
+    if ((rc = mpiopt_fold_begin(&in, buf, count, &f)) != MPI_SUCCESS)
+        goto out;
+    MPI_Request reqs[3];
+    int nreqs = 0;
+    if (f.g >= 0) {
+        rc = mpiopt_reduce_scatter_halving_cuts(&in, buf, f.tmp, cuts, f.mine, f.rank_of, levels,
+                                                f.g);
+        if (rc != MPI_SUCCESS)
+            goto out;
+        int held = (int)bit_reverse((unsigned)f.g, levels);   /* its blocks' member index */
+        int from = held < surplus ? 2 * held : held + surplus;
+        int to = held < surplus ? from + 1 : from;
+        for (int r = from; r <= to && rc == MPI_SUCCESS; r++) {
+            size_t r_n = displs[r + 1] - displs[r];
+            if (r != me && r_n > 0)
+                rc = mpiopt_isend(c, mpiopt_at(c, buf, displs[r]), r_n, r, &reqs[nreqs++]);
+            else if (r == me)
+                rc = mpiopt_coll_copy(c, recvbuf, mpiopt_at(c, buf, lo), n * c->extent);
+        }
+    }
+    int member = me < 2 * surplus ? me / 2 : me - surplus;
+    int holder = f.rank_of[bit_reverse((unsigned)member, levels)];
+    if (holder != me && n > 0 && rc == MPI_SUCCESS)
+        rc = mpiopt_irecv(c, recvbuf, n, holder, &reqs[nreqs++]);
+    int wait_rc = nreqs ? mpiopt_waitall(c, nreqs, reqs) : MPI_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        rc = wait_rc;
+out:
+    mpiopt_fold_end(&f);
+    mpiopt_scratch_free(buf);
+    free(cuts);
+    return rc;
+}
+
 int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
                                          const size_t *displs)
 {
     int p = c->size, levels = 0;
     if (p == 1)
         return alone(c, recvbuf, displs);
+    for (int r = 1; r < p; r++)
+        if (displs[r + 1] - displs[r] != displs[1])
+            return halving_folded(c, recvbuf, displs);
+    if (p & (p - 1))
+        return halving_folded(c, recvbuf, displs);
     while ((1 << levels) < p)
         levels++;
     size_t count = displs[p], block = displs[1];    /* equal blocks: count = p * block */

@@ -3,12 +3,13 @@
  *
  * Four algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce
  * algorithms they share their phases with: MPIOPT_ALG_RABENSEIFNER (its first half, recursive
- * halving: p a power of two and equal blocks, every op), MPIOPT_ALG_RING (commutative ops, any
- * p and blocks), MPIOPT_ALG_BINOMIAL (a binomial reduce and a scatter: any call, in rank order)
- * and MPIOPT_ALG_SHARED_MEMORY (the shared-memory allreduce, each rank keeping its block: any
- * call). auto takes shared memory up to SHARED_MEMORY_MAX_BYTES, else halving where it fits
- * (log2 p steps; at p = 2 the ring for a commutative op), else the ring for a commutative op,
- * else binomial. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
+ * halving, with its fold where p is not a power of two or the blocks differ: any call),
+ * MPIOPT_ALG_RING (commutative ops, any p and blocks), MPIOPT_ALG_BINOMIAL (a binomial reduce
+ * and a scatter: any call, in rank order) and MPIOPT_ALG_SHARED_MEMORY (each rank reducing its
+ * block from the node's window: any call). auto takes shared memory up to
+ * SHARED_MEMORY_MAX_BYTES, else halving for a power of two and equal blocks (log2 p steps; at
+ * p = 2 the ring for a commutative op), else the ring for a commutative op, else halving with
+ * the fold. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
  * or without a kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER
  * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
  * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
@@ -59,7 +60,7 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
 {
     const call_shape *shape = ctx;
     int pow2 = (p & (p - 1)) == 0;
-    if ((requested == MPIOPT_ALG_RABENSEIFNER && pow2 && shape->equal) ||
+    if (requested == MPIOPT_ALG_RABENSEIFNER ||
         (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL ||
         requested == MPIOPT_ALG_SHARED_MEMORY)
         return requested;
@@ -70,7 +71,9 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
      * result straight into recvbuf, halving's into scratch first */
     if (pow2 && shape->equal && !(p == 2 && commutative))
         return MPIOPT_ALG_RABENSEIFNER;
-    return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_BINOMIAL;
+    /* a non-commutative op elsewhere: halving with the fold, log2 p steps of shrinking halves
+     * where binomial's reduce sends the whole buffer at each */
+    return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_RABENSEIFNER;
 }
 
 /* The block offsets into a->displs (the caller frees them unless they are a->small), a->total
