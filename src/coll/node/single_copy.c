@@ -49,48 +49,39 @@
 
 static const uint64_t probe_word = 0x6d70696f70742121ull;   /* what the probe must read */
 
-/* n bytes at `remote` in process pid into `local`. */
-static int read_remote(int64_t pid, void *local, const void *remote, size_t n)
+/* n bytes between `local` and `remote` in process pid: into local (write 0) or out of it. */
+static int cross_copy(int64_t pid, void *local, void *remote, size_t n, int write)
 {
 #ifdef __linux__
     while (n > 0) {
-        struct iovec l = {local, n}, r = {(void *)remote, n};
-        ssize_t got = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
-        if (got < 0 && errno == EINTR)
+        struct iovec l = {local, n}, r = {remote, n};
+        ssize_t done = write ? process_vm_writev((pid_t)pid, &l, 1, &r, 1, 0)
+                             : process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+        if (done < 0 && errno == EINTR)
             continue;
-        if (got <= 0)
+        if (done <= 0)
             return MPI_ERR_OTHER;
-        local = (char *)local + got;
-        remote = (const char *)remote + got;
-        n -= (size_t)got;
+        local = (char *)local + done;
+        remote = (char *)remote + done;
+        n -= (size_t)done;
     }
     return MPI_SUCCESS;
 #else
-    (void)pid, (void)local, (void)remote, (void)n;
+    (void)pid, (void)local, (void)remote, (void)n, (void)write;
     return MPI_ERR_OTHER;
 #endif
+}
+
+/* n bytes at `remote` in process pid into `local`. */
+static int read_remote(int64_t pid, void *local, const void *remote, size_t n)
+{
+    return cross_copy(pid, local, (void *)remote, n, 0);
 }
 
 /* n bytes from `local` to `remote` in process pid. */
 static int write_remote(int64_t pid, void *remote, const void *local, size_t n)
 {
-#ifdef __linux__
-    while (n > 0) {
-        struct iovec l = {(void *)local, n}, r = {remote, n};
-        ssize_t put = process_vm_writev((pid_t)pid, &l, 1, &r, 1, 0);
-        if (put < 0 && errno == EINTR)
-            continue;
-        if (put <= 0)
-            return MPI_ERR_OTHER;
-        local = (const char *)local + put;
-        remote = (char *)remote + put;
-        n -= (size_t)put;
-    }
-    return MPI_SUCCESS;
-#else
-    (void)pid, (void)local, (void)remote, (void)n;
-    return MPI_ERR_OTHER;
-#endif
+    return cross_copy(pid, (void *)local, remote, n, 1);
 }
 
 void mpiopt_shm_direct_prepare(node_window *w)
