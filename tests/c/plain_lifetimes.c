@@ -19,7 +19,8 @@
  *              must be called once per bad call), for the blocking, nonblocking and persistent
  *              allreduce and reduce
  *   threads    MPI_THREAD_MULTIPLE, each thread with its own communicator, blocking and
- *              nonblocking collectives at once
+ *              nonblocking collectives at once: allreduce and reduce, and every fifth round the
+ *              scans and reduce-scatters
  *   idup       MPI_Comm_idup's interleaved with MPI_Iallreduce, waited in one MPI_Waitall, and
  *              started in opposite orders on different ranks (MPICH's comm_idup_iallreduce shape)
  *   order      vendor and mpiopt nonblocking collectives in flight together, completed in
@@ -417,6 +418,55 @@ typedef struct {
     int n, id, failures;
 } thread_arg;
 
+/* the sum of value(r, i, k) over ranks [0, upto) */
+static int prefix_of(int i, int k, int upto)
+{
+    int s = 0;
+    for (int r = 0; r < upto; r++)
+        s += value(r, i, k);
+    return s;
+}
+
+/* The rest of the reduction family on the thread's communicator: scan, exscan and both
+ * reduce-scatters (n elements a rank: the block form's counts), blocking and nonblocking. */
+static int family_failures(const thread_arg *t, const int *in, int kk)
+{
+    int failures = 0, n = t->n / size > 0 ? t->n / size : 1;
+    int *counts = malloc(sizeof(int) * (size_t)size), *whole = malloc(sizeof(int) * (size_t)n * size);
+    for (int r = 0; r < size; r++)
+        counts[r] = n;
+    for (int j = 0; j < n * size; j++)
+        whole[j] = value(rank, j, kk);
+    for (int nonblocking = 0; nonblocking < 2; nonblocking++) {
+        MPI_Request req[4];
+        int *scan = malloc(sizeof(int) * (size_t)t->n), *exscan = malloc(sizeof(int) * (size_t)t->n);
+        int *block = malloc(sizeof(int) * (size_t)n), *vector = malloc(sizeof(int) * (size_t)n);
+        if (nonblocking) {
+            MPI_Iscan(in, scan, t->n, MPI_INT, MPI_SUM, t->comm, &req[0]);
+            MPI_Iexscan(in, exscan, t->n, MPI_INT, MPI_SUM, t->comm, &req[1]);
+            MPI_Ireduce_scatter_block(whole, block, n, MPI_INT, MPI_SUM, t->comm, &req[2]);
+            MPI_Ireduce_scatter(whole, vector, counts, MPI_INT, MPI_SUM, t->comm, &req[3]);
+            MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+        } else {
+            MPI_Scan(in, scan, t->n, MPI_INT, MPI_SUM, t->comm);
+            MPI_Exscan(in, exscan, t->n, MPI_INT, MPI_SUM, t->comm);
+            MPI_Reduce_scatter_block(whole, block, n, MPI_INT, MPI_SUM, t->comm);
+            MPI_Reduce_scatter(whole, vector, counts, MPI_INT, MPI_SUM, t->comm);
+        }
+        for (int i = 0; i < t->n; i++) {
+            failures += scan[i] != prefix_of(i, kk, rank + 1);
+            failures += rank > 0 && exscan[i] != prefix_of(i, kk, rank);
+        }
+        for (int i = 0; i < n; i++) {
+            failures += block[i] != sum_of(rank * n + i, kk);
+            failures += vector[i] != sum_of(rank * n + i, kk);
+        }
+        free(scan), free(exscan), free(block), free(vector);
+    }
+    free(counts), free(whole);
+    return failures;
+}
+
 static void *thread_main(void *p)
 {
     thread_arg *t = p;
@@ -446,6 +496,8 @@ static void *thread_main(void *p)
             if (rank == 0)
                 t->failures += out2[i] != sum_of(i, kk);
         }
+        if (k % 5 == 0)
+            t->failures += family_failures(t, in, kk);
     }
     free(in);
     free(out);

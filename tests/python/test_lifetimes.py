@@ -79,7 +79,8 @@ def test_nonblocking_first_on_a_communicator_freed_before_the_wait(flavour, p):
         result = run_case(flavour, p, "fresh", dict(forced(alg), MPIOPT_REPORT="1"))
         assert_passed(result, f"fresh p={p} {alg}")
         rows = report_rows(result[2])
-        for call in ("MPI_Iallreduce", "MPI_Ireduce"):
+        for call in ("MPI_Iallreduce", "MPI_Ireduce", "MPI_Scan", "MPI_Iexscan",
+                     "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter"):
             assert call in rows and rows[call][1] == rows[call][0] > 0, (alg, call, result[2][-2000:])
     if flavour == "openmpi":
         rc, out, err = run_case(flavour, p, "fresh", forced("vendor"), timeout=60)
@@ -100,15 +101,17 @@ def test_error_classes_every_algorithm(flavour, p):
 @pytest.mark.parametrize("p", [2, 3])
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_thread_multiple_separate_communicators(flavour, p):
-    """Three threads, each starting, waiting for and completing its own collectives: the
-    nonblocking ones are mpiopt's schedules (MPIOPT_REPORT shows none handed to the vendor)."""
+    """Three threads, each starting, waiting for and completing its own collectives, the scans
+    and reduce-scatters among them: the nonblocking ones are mpiopt's schedules (MPIOPT_REPORT
+    shows none handed to the vendor)."""
     require_build(flavour)
     for alg in ("auto", "binomial", "rabenseifner", "ring"):
         env = dict(forced(alg), MPIOPT_REPORT="1")
         result = run_case(flavour, p, "threads", env, count=1001)
         assert_passed(result, f"threads p={p} {alg}")
         rows = report_rows(result[2])
-        for call in ("MPI_Iallreduce", "MPI_Ireduce"):
+        for call in ("MPI_Iallreduce", "MPI_Ireduce", "MPI_Scan", "MPI_Iexscan",
+                     "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter"):
             assert call in rows and rows[call][1] == rows[call][0] > 0, (alg, call, result[2][-2000:])
 
 
