@@ -41,4 +41,21 @@
     X(HIERARCHICAL, hierarchical, hier,                                                       \
       MPIOPT_KEEPS_ORDER | MPIOPT_READS_SRC | MPIOPT_REDUCE_READS_SRC, 0)
 
+/* MPIOPT_FAMILY_LIST: the rest of the reduction family, one row per collective and algorithm
+ * that runs it (names and ids from the lists above; src/coll/algorithms/registry.c makes the
+ * table, src/coll/entry/{reduce_scatter,scan}.c choose by it, and `mpiopt-allreduce
+ * --list-algorithms --json` lists it for the benchmarks):
+ *   X(COLLECTIVE, collective, ID, name, flags)
+ * COLLECTIVE: REDUCE_SCATTER (MPI_Reduce_scatter and _block) or SCAN (MPI_Scan and MPI_Exscan);
+ * the algorithm's file (reduce_scatter.c, scan.c, shared_memory.c) defines
+ * mpiopt_cost_<collective>_<name>, its cost formula (negative: not modelled);
+ * flags: MPIOPT_KEEPS_ORDER as above (every row takes any p and any blocks). */
+#define MPIOPT_FAMILY_LIST(X)                                                             \
+    X(REDUCE_SCATTER, reduce_scatter, RABENSEIFNER, rabenseifner, MPIOPT_KEEPS_ORDER)     \
+    X(REDUCE_SCATTER, reduce_scatter, RING, ring, 0)                                      \
+    X(REDUCE_SCATTER, reduce_scatter, BINOMIAL, binomial, MPIOPT_KEEPS_ORDER)             \
+    X(REDUCE_SCATTER, reduce_scatter, SHARED_MEMORY, shared_memory, MPIOPT_KEEPS_ORDER)   \
+    X(SCAN, scan, RECURSIVE_DOUBLING, recursive_doubling, MPIOPT_KEEPS_ORDER)             \
+    X(SCAN, scan, SHARED_MEMORY, shared_memory, MPIOPT_KEEPS_ORDER)
+
 #endif

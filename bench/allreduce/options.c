@@ -107,20 +107,27 @@ static void list_algorithms(int json)
         const char *kind = a == MPIOPT_ALG_AUTO ? "auto" : a == MPIOPT_ALG_VENDOR ? "vendor" : "mpiopt";
         int keeps = (x->flags & MPIOPT_KEEPS_ORDER) != 0, pow2 = (x->flags & MPIOPT_NEEDS_POW2) != 0,
             predef = (x->flags & MPIOPT_PREDEFINED_OP) != 0;
+        /* the rest of the family: a row of MPIOPT_FAMILY_LIST (the selectors take every one) */
+        int selector = a == MPIOPT_ALG_AUTO || a == MPIOPT_ALG_VENDOR;
+        int scatter = selector || mpiopt_family_fits(MPIOPT_FAMILY_REDUCE_SCATTER, a, 1);
+        int scan = selector || mpiopt_family_fits(MPIOPT_FAMILY_SCAN, a, 1);
         if (json) {
             printf("%s{\"id\": %d, \"name\": \"%s\", \"short\": \"%s\", \"kind\": \"%s\", "
-                   "\"allreduce\": true, \"reduce\": true, \"keeps_order\": %s, "
-                   "\"needs_pow2\": %s, \"predefined_op_only\": %s, \"min_count\": %d}",
+                   "\"allreduce\": true, \"reduce\": true, \"reduce_scatter\": %s, \"scan\": %s, "
+                   "\"keeps_order\": %s, \"needs_pow2\": %s, \"predefined_op_only\": %s, "
+                   "\"min_count\": %d}",
                    a ? ",\n  " : "{\"algorithms\": [\n  ", a, mpiopt_algorithm_name(a),
-                   mpiopt_algorithm_short_name(a), kind,
-                   keeps ? "true" : "false", pow2 ? "true" : "false", predef ? "true" : "false",
-                   x->min_count);
+                   mpiopt_algorithm_short_name(a), kind, scatter ? "true" : "false",
+                   scan ? "true" : "false", keeps ? "true" : "false", pow2 ? "true" : "false",
+                   predef ? "true" : "false", x->min_count);
         } else {
-            printf("%-20s %-7s%s%s%s%s\n", mpiopt_algorithm_name(a), kind,
+            printf("%-20s %-7s%s%s%s%s%s%s\n", mpiopt_algorithm_name(a), kind,
                    a == MPIOPT_ALG_AUTO ? "  chosen per call" : keeps ? "  keeps rank order" :
                                                                  "  commutative ops only",
                    pow2 ? ", power-of-two p only" : "", predef ? ", predefined ops only" : "",
-                   x->min_count > 0 ? ", a minimum count" : "");
+                   x->min_count > 0 ? ", a minimum count" : "",
+                   scatter && !selector ? ", also reduce-scatters" : "",
+                   scan && !selector ? ", also scans" : "");
         }
     }
     if (json)
@@ -372,18 +379,15 @@ void parse_options(int argc, char **argv, options *o)
         if (o->validate)
             fail(1, "--validation checks allreduce and reduce results only");
         int scatter = o->operation >= BENCH_REDUCE_SCATTER_BLOCK;
+        mpiopt_family family = scatter ? MPIOPT_FAMILY_REDUCE_SCATTER : MPIOPT_FAMILY_SCAN;
         for (int k = 0; k < o->ncolumns; k++) {
             mpiopt_algorithm a = o->columns[k];
             if (a == MPIOPT_ALG_AUTO || a == MPIOPT_ALG_VENDOR || a == MEMCPY_COLUMN ||
-                a == MPIOPT_ALG_SHARED_MEMORY ||
-                (scatter && (a == MPIOPT_ALG_RABENSEIFNER || a == MPIOPT_ALG_RING ||
-                             a == MPIOPT_ALG_BINOMIAL)) ||
-                (!scatter && a == MPIOPT_ALG_RECURSIVE_DOUBLING))
+                mpiopt_family_fits(family, a, 1))
                 continue;
-            fail(1, scatter ? "a reduce-scatter has the columns vendor, auto, shared_memory, "
-                              "rabenseifner, ring, binomial and memcpy, not '%s'"
-                            : "a scan has the columns vendor, auto, shared_memory, "
-                              "recursive_doubling and memcpy, not '%s'", column_name(a));
+            fail(1, "%s has no algorithm '%s' (--list-algorithms: the ones marked \"also %s\")",
+                 scatter ? "a reduce-scatter" : "a scan", column_name(a),
+                 scatter ? "reduce-scatters" : "scans");
         }
     }
     if (o->min_size > o->max_size)

@@ -22,6 +22,8 @@ class Algorithm:
     name: str
     short: str       # a narrow table column
     kind: str        # "auto", "vendor" or "mpiopt"
+    reduce_scatter: bool    # also runs MPI_Reduce_scatter(_block) (MPIOPT_FAMILY_LIST)
+    scan: bool              # also runs MPI_Scan and MPI_Exscan
     keeps_order: bool
     needs_pow2: bool
     predefined_op_only: bool
@@ -52,9 +54,12 @@ def algorithms(flavour: str | None = None) -> tuple[Algorithm, ...]:
     return _listed(flavour)
 
 
-def names(flavour: str | None = None, kinds=("auto", "vendor", "mpiopt")) -> list[str]:
-    """The names of the choices of those kinds, vendor first (the reference column)."""
-    listed = [a.name for a in algorithms(flavour) if a.kind in kinds]
+def names(flavour: str | None = None, kinds=("auto", "vendor", "mpiopt"),
+          family: str | None = None) -> list[str]:
+    """The names of the choices of those kinds, vendor first (the reference column); with
+    family ("reduce_scatter" or "scan"), only those that run it."""
+    listed = [a.name for a in algorithms(flavour)
+              if a.kind in kinds and (family is None or getattr(a, family))]
     return sorted(listed, key=lambda name: name != "vendor")   # stable: registry order after
 
 

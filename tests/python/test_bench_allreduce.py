@@ -176,9 +176,10 @@ def test_on_a_communicator_made_after_many_live_ones(flavour):
     (["--op", "xor"], "unknown op"),
     (["--no-such-option"], "unknown option"),
     (["--live-comms", "-1"], "bad --live-comms"),
-    (["--scan", "--algorithms", "vendor,ring"], "not 'ring'"),
+    (["--scan", "--algorithms", "vendor,ring"], "a scan has no algorithm 'ring'"),
     (["--exscan", "-c"], "--validation checks allreduce and reduce results only"),
-    (["--reduce-scatter", "--algorithms", "vendor,hierarchical"], "not 'hierarchical'"),
+    (["--reduce-scatter", "--algorithms", "vendor,hierarchical"],
+     "a reduce-scatter has no algorithm 'hierarchical'"),
     (["stray"], "unexpected argument"),
 ])
 def test_bad_options_fail_with_a_message(args, message):

@@ -79,8 +79,7 @@ def test_nonblocking_first_on_a_communicator_freed_before_the_wait(flavour, p):
         result = run_case(flavour, p, "fresh", dict(forced(alg), MPIOPT_REPORT="1"))
         assert_passed(result, f"fresh p={p} {alg}")
         rows = report_rows(result[2])
-        for call in ("MPI_Iallreduce", "MPI_Ireduce", "MPI_Scan", "MPI_Iexscan",
-                     "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter"):
+        for call in ("MPI_Iallreduce", "MPI_Ireduce"):
             assert call in rows and rows[call][1] == rows[call][0] > 0, (alg, call, result[2][-2000:])
     if flavour == "openmpi":
         rc, out, err = run_case(flavour, p, "fresh", forced("vendor"), timeout=60)

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from mpiopt import mpi
+from mpiopt import algorithms, mpi
 from conftest import (assert_all_taken, assert_vendor_when_asked, mpi4py_flavour, report_rows,
                       require_build)
 
@@ -126,3 +126,14 @@ def test_mpi4py_reduction_family(tmp_path):
     for kind in ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan") + KINDS[:4]:
         calls, by_mpiopt, _, _ = rows[kind]
         assert calls == 3 and by_mpiopt == 3, (kind, rows)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_family_rows_are_listed(flavour):
+    """include/mpiopt_algorithms.h's MPIOPT_FAMILY_LIST reaches `--list-algorithms --json`, which
+    the benchmarks' columns and their checks come from."""
+    require_build(flavour)
+    assert algorithms.names(flavour, kinds=("mpiopt",), family="reduce_scatter") == \
+        ["binomial", "ring", "rabenseifner", "shared_memory"]
+    assert algorithms.names(flavour, kinds=("mpiopt",), family="scan") == \
+        ["recursive_doubling", "shared_memory"]

@@ -81,10 +81,9 @@ def sweep_columns(requested: str, operation: str) -> str:
     an allreduce the floor too (what `make run` shows); a list as given."""
     if requested != "all":
         return requested
-    if operation in SCAN_OPERATIONS:
-        return "vendor,auto,shared_memory,recursive_doubling"
-    if operation in SCATTER_OPERATIONS:
-        return "vendor,auto,shared_memory,rabenseifner,ring,binomial"
+    if operation in SCAN_OPERATIONS + SCATTER_OPERATIONS:
+        family = "scan" if operation in SCAN_OPERATIONS else "reduce_scatter"
+        return ",".join(algorithms.names(family=family))
     names = algorithms.names()
     names = ["vendor"] + [a for a in names if a != "vendor"]
     return ",".join(names + ([FLOOR] if operation == "allreduce" else []))

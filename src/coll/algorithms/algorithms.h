@@ -127,4 +127,18 @@ int mpiopt_algorithm_fits(mpiopt_algorithm a, int p, int commutative);
  * to the vendor. */
 int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op);
 
+/* ---- the rest of the family (MPIOPT_FAMILY_LIST): reduce-scatter and scan ---- */
+typedef enum { MPIOPT_FAMILY_REDUCE_SCATTER, MPIOPT_FAMILY_SCAN } mpiopt_family;
+#define FAMILY_COST_DECLARATION(COLLECTIVE, collective, ID, name, flags) \
+    double mpiopt_cost_##collective##_##name(const mpiopt_cost_call *x);
+MPIOPT_FAMILY_LIST(FAMILY_COST_DECLARATION)
+#undef FAMILY_COST_DECLARATION
+/* 1 if algorithm a runs the collective for this op (a row, in rank order where the op does not
+ * commute). */
+int mpiopt_family_fits(mpiopt_family f, mpiopt_algorithm a, int commutative);
+/* The predicted seconds of a call of `bytes` (a reduce-scatter's whole buffer, a scan's) on p
+ * processes by its row's formula, with the model's parameters; negative where not modelled. */
+double mpiopt_family_cost(mpiopt_family f, mpiopt_algorithm a, int p, double bytes,
+                          const mpiopt_cost_params *params);
+
 #endif

@@ -63,6 +63,20 @@ const mpiopt_cost_params *mpiopt_cost_model(void)
     return __atomic_load_n(&model_source, __ATOMIC_ACQUIRE)();
 }
 
+mpiopt_cost_call mpiopt_cost_call_of(int p, double bytes, const mpiopt_cost_params *params)
+{
+    mpiopt_cost_call x = {.params = params, .p = p, .n = bytes, .lc = log2_ceil(p),
+                          .ranks_per_node = params->ranks_per_node};
+    x.p2 = mpiopt_pow2_floor(p, &x.levels);
+    x.measured = params->exchange_ranks == p && params->exchange_steps == x.levels;
+    mpiopt_link_cost f = pattern_link(&x, &params->fold);
+    x.fold_in = x.p2 == p ? 0 : f.alpha + x.n * f.beta + x.n * params->gamma;
+    x.fold = x.p2 == p ? 0 : x.fold_in + f.alpha + x.n * f.beta;
+    x.latency_rd = x.measured ? params->doubling_latency : 0;
+    x.latency_hd = x.measured ? params->halving_doubling_latency : 0;
+    return x;
+}
+
 double mpiopt_cost_seconds(mpiopt_algorithm algorithm, int is_reduce, int p, double bytes,
                            const mpiopt_cost_params *params)
 {
@@ -81,15 +95,7 @@ double mpiopt_cost_seconds(mpiopt_algorithm algorithm, int is_reduce, int p, dou
     }
     if (!mpiopt_algorithms[algorithm].cost)
         return -1;    /* the vendor's algorithm is not modelled */
-    mpiopt_cost_call x = {.params = params, .p = p, .n = bytes, .lc = log2_ceil(p),
-                          .ranks_per_node = params->ranks_per_node};
-    x.p2 = mpiopt_pow2_floor(p, &x.levels);
-    x.measured = params->exchange_ranks == p && params->exchange_steps == x.levels;
-    mpiopt_link_cost f = pattern_link(&x, &params->fold);
-    x.fold_in = x.p2 == p ? 0 : f.alpha + x.n * f.beta + x.n * params->gamma;
-    x.fold = x.p2 == p ? 0 : x.fold_in + f.alpha + x.n * f.beta;
-    x.latency_rd = x.measured ? params->doubling_latency : 0;
-    x.latency_hd = x.measured ? params->halving_doubling_latency : 0;
+    mpiopt_cost_call x = mpiopt_cost_call_of(p, bytes, params);
     double t = mpiopt_algorithms[algorithm].cost(&x, is_reduce);
     /* a reduce that starts from a copy of its input (reduce.c) pays one more pass over it, as
      * long as a reduction's: at p = 2 this is what made the ring 2x slower than binomial, which

@@ -20,6 +20,10 @@ typedef struct {
     double latency_hd;      /* of steps 0 … L-1 then L-1 … 0 (0: none) */
 } mpiopt_cost_call;
 
+/* The facts of a call of `bytes` on p processes, priced with params (the fold's terms, the
+ * measured patterns where params has them for p). */
+mpiopt_cost_call mpiopt_cost_call_of(int p, double bytes, const mpiopt_cost_params *params);
+
 /* The cost of one message of the ring pattern (rank r to r+1) on this call's processes. */
 mpiopt_link_cost mpiopt_cost_ring_link(const mpiopt_cost_call *x);
 /* Steps 0 … levels-1 at distance 2^k, `times` messages each of n bytes (halving: n / 2^(k+1)):

@@ -246,3 +246,28 @@ int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
         mpiopt_scratch_free(buf);
     return rc;
 }
+
+/* The formulas of the top comment (n: the whole buffer's bytes). */
+double mpiopt_cost_reduce_scatter_rabenseifner(const mpiopt_cost_call *x)
+{
+    double halving = mpiopt_cost_steps(x, x->levels, 1, 1, 0) +
+                     (x->p2 - 1) / x->p2 * x->n * x->params->gamma;
+    if (x->p2 == x->p)
+        return halving;
+    mpiopt_link_cost last = mpiopt_cost_ring_link(x);    /* each block to its rank */
+    return x->fold_in + halving + last.alpha + 2 * x->n / x->p * last.beta;
+}
+
+double mpiopt_cost_reduce_scatter_ring(const mpiopt_cost_call *x)
+{
+    mpiopt_link_cost r = mpiopt_cost_ring_link(x);
+    return (x->p - 1) * (r.alpha + x->n / x->p * r.beta) +
+           (double)(x->p - 1) / x->p * x->n * x->params->gamma;
+}
+
+double mpiopt_cost_reduce_scatter_binomial(const mpiopt_cost_call *x)
+{
+    mpiopt_link_cost r = mpiopt_cost_ring_link(x);
+    return mpiopt_cost_steps(x, x->lc, 1, 0, 0) + x->lc * x->n * x->params->gamma +
+           (x->p - 1) * r.alpha + (double)(x->p - 1) / x->p * x->n * r.beta;
+}

@@ -27,3 +27,38 @@ int mpiopt_algorithm_takes(mpiopt_algorithm a, int count, int predefined_op)
     const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
     return count >= info->min_count && (predefined_op || !(info->flags & MPIOPT_PREDEFINED_OP));
 }
+
+typedef struct {
+    mpiopt_family collective;
+    mpiopt_algorithm algorithm;
+    unsigned flags;
+    double (*cost)(const mpiopt_cost_call *x);
+} family_row;
+
+#define FAMILY_ENTRY(COLLECTIVE, collective, ID, name, flags) \
+    {MPIOPT_FAMILY_##COLLECTIVE, MPIOPT_ALG_##ID, flags, mpiopt_cost_##collective##_##name},
+static const family_row family_rows[] = {MPIOPT_FAMILY_LIST(FAMILY_ENTRY)};
+
+static const family_row *family_row_of(mpiopt_family f, mpiopt_algorithm a)
+{
+    for (size_t i = 0; i < sizeof family_rows / sizeof family_rows[0]; i++)
+        if (family_rows[i].collective == f && family_rows[i].algorithm == a)
+            return &family_rows[i];
+    return NULL;
+}
+
+int mpiopt_family_fits(mpiopt_family f, mpiopt_algorithm a, int commutative)
+{
+    const family_row *row = family_row_of(f, a);
+    return row && (commutative || (row->flags & MPIOPT_KEEPS_ORDER));
+}
+
+double mpiopt_family_cost(mpiopt_family f, mpiopt_algorithm a, int p, double bytes,
+                          const mpiopt_cost_params *params)
+{
+    const family_row *row = family_row_of(f, a);
+    if (!row || p < 1 || bytes < 0 || !params)
+        return -1;
+    mpiopt_cost_call x = mpiopt_cost_call_of(p, bytes, params);
+    return p == 1 ? 0 : row->cost(&x);
+}

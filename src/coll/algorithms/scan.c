@@ -87,3 +87,9 @@ int mpiopt_scan_recursive_doubling(const mpiopt_coll *c, void *buf, size_t count
     mpiopt_scratch_free(theirs);
     return rc;
 }
+
+double mpiopt_cost_scan_recursive_doubling(const mpiopt_cost_call *x)
+{
+    /* the formula above: at most ceil(log2 p) steps, each reducing twice */
+    return mpiopt_cost_steps(x, x->lc, 1, 0, 0) + 2 * x->lc * x->n * x->params->gamma;
+}

@@ -498,6 +498,17 @@ int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, i
     return mpiopt_reduce_recursive_doubling(c, buf, count, root);   /* reads c->src too */
 }
 
+/* The reduce-scatter and the scan on the window: not modelled either, for the same reasons. */
+double mpiopt_cost_reduce_scatter_shared_memory(const mpiopt_cost_call *x)
+{
+    return mpiopt_cost_shared_memory(x, 0);
+}
+
+double mpiopt_cost_scan_shared_memory(const mpiopt_cost_call *x)
+{
+    return mpiopt_cost_shared_memory(x, 0);
+}
+
 double mpiopt_cost_shared_memory(const mpiopt_cost_call *x, int is_reduce)
 {
     /* Not modelled: it runs only where the ranks share a node, which the model does not know, and

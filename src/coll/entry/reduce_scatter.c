@@ -8,8 +8,9 @@
  * and a scatter: any call, in rank order) and MPIOPT_ALG_SHARED_MEMORY (each rank reducing its
  * block from the node's window: any call). auto takes shared memory up to
  * SHARED_MEMORY_MAX_BYTES, else halving for a power of two and equal blocks (log2 p steps; at
- * p = 2 the ring for a commutative op), else the ring for a commutative op, else halving with
- * the fold. The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
+ * p = 2 the ring for a commutative op), else halving with the fold for a non-commutative op, else
+ * the cheaper of the ring and the fold by the cost model (MPIOPT_FAMILY_LIST's rows, their
+ * formulas in algorithms/reduce_scatter.c). The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
  * or without a kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER
  * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
  * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
@@ -19,6 +20,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include "coll/algorithms/algorithms.h"
+#include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
 #include "coll/entry/plan_cache.h"
 
@@ -60,9 +62,7 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
 {
     const call_shape *shape = ctx;
     int pow2 = (p & (p - 1)) == 0;
-    if (requested == MPIOPT_ALG_RABENSEIFNER ||
-        (requested == MPIOPT_ALG_RING && commutative) || requested == MPIOPT_ALG_BINOMIAL ||
-        requested == MPIOPT_ALG_SHARED_MEMORY)
+    if (mpiopt_family_fits(MPIOPT_FAMILY_REDUCE_SCATTER, requested, commutative))
         return requested;
     if (shape->bytes <= SHARED_MEMORY_MAX_BYTES ||
         (shape->equal && shape->bytes - shape->bytes / (size_t)p <= SHARED_MEMORY_MAX_BYTES))
@@ -73,7 +73,16 @@ static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutativ
         return MPIOPT_ALG_RABENSEIFNER;
     /* a non-commutative op elsewhere: halving with the fold, log2 p steps of shrinking halves
      * where binomial's reduce sends the whole buffer at each */
-    return commutative ? MPIOPT_ALG_RING : MPIOPT_ALG_RABENSEIFNER;
+    if (!commutative)
+        return MPIOPT_ALG_RABENSEIFNER;
+    /* a commutative one: the ring's p - 1 steps or the fold's extra pass, as the model prices
+     * them (the fold wins at many ranks and few bytes) */
+    const mpiopt_cost_params *model = mpiopt_selection_model();
+    double ring = mpiopt_family_cost(MPIOPT_FAMILY_REDUCE_SCATTER, MPIOPT_ALG_RING, p,
+                                     (double)shape->bytes, model);
+    double halving = mpiopt_family_cost(MPIOPT_FAMILY_REDUCE_SCATTER, MPIOPT_ALG_RABENSEIFNER, p,
+                                        (double)shape->bytes, model);
+    return halving >= 0 && halving < ring ? MPIOPT_ALG_RABENSEIFNER : MPIOPT_ALG_RING;
 }
 
 /* The block offsets into a->displs (the caller frees them unless they are a->small), a->total

@@ -31,13 +31,13 @@ typedef struct {
  * log2 p messages */
 #define SHARED_MEMORY_MAX_RANKS 8
 
-/* Either algorithm takes every call mpiopt can (both keep rank order), where asked for or
- * chosen; another name asked for goes to the vendor. */
+/* Either algorithm (MPIOPT_FAMILY_LIST's SCAN rows) takes every call mpiopt can (both keep rank
+ * order), where asked for or chosen; another name asked for goes to the vendor. */
 static mpiopt_algorithm choose(mpiopt_algorithm requested, int p, int commutative,
                                const void *ctx)
 {
-    (void)commutative, (void)ctx;
-    if (requested == MPIOPT_ALG_RECURSIVE_DOUBLING || requested == MPIOPT_ALG_SHARED_MEMORY)
+    (void)ctx;
+    if (mpiopt_family_fits(MPIOPT_FAMILY_SCAN, requested, commutative))
         return requested;
     if (requested != MPIOPT_ALG_AUTO)
         return MPIOPT_ALG_VENDOR;
