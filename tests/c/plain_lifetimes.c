@@ -432,14 +432,16 @@ static int prefix_of(int i, int k, int upto)
 static int family_failures(const thread_arg *t, const int *in, int kk)
 {
     int failures = 0, n = t->n / size > 0 ? t->n / size : 1;
-    int *counts = malloc(sizeof(int) * (size_t)size), *whole = malloc(sizeof(int) * (size_t)n * size);
+    int *counts = malloc(sizeof(int) * (size_t)size);
+    int *whole = malloc(sizeof(int) * (size_t)n * (size_t)size);
     for (int r = 0; r < size; r++)
         counts[r] = n;
     for (int j = 0; j < n * size; j++)
         whole[j] = value(rank, j, kk);
     for (int nonblocking = 0; nonblocking < 2; nonblocking++) {
         MPI_Request req[4];
-        int *scan = malloc(sizeof(int) * (size_t)t->n), *exscan = malloc(sizeof(int) * (size_t)t->n);
+        int *scan = malloc(sizeof(int) * (size_t)t->n);
+        int *exscan = malloc(sizeof(int) * (size_t)t->n);
         int *block = malloc(sizeof(int) * (size_t)n), *vector = malloc(sizeof(int) * (size_t)n);
         if (nonblocking) {
             MPI_Iscan(in, scan, t->n, MPI_INT, MPI_SUM, t->comm, &req[0]);

@@ -1,22 +1,22 @@
 /* mpiopt_reduce_scatter_block and mpiopt_reduce_scatter (MPI_Reduce_scatter_block,
  * MPI_Reduce_scatter), blocking, nonblocking and persistent.
  *
- * Four algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce
- * algorithms they share their phases with: MPIOPT_ALG_RABENSEIFNER (its first half, recursive
- * halving, with its fold where p is not a power of two or the blocks differ: any call),
- * MPIOPT_ALG_RING (commutative ops, any p and blocks), MPIOPT_ALG_BINOMIAL (a binomial reduce
- * and a scatter: any call, in rank order) and MPIOPT_ALG_SHARED_MEMORY (each rank reducing its
- * block from the node's window: any call). auto takes shared memory up to
- * SHARED_MEMORY_MAX_BYTES, else halving for a power of two and equal blocks (log2 p steps; at
- * p = 2 the ring for a commutative op), else halving with the fold for a non-commutative op, else
- * the cheaper of the ring and the fold by the cost model (MPIOPT_FAMILY_LIST's rows, their
- * formulas in algorithms/reduce_scatter.c). The vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes
- * or without a kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER
- * / MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its
- * name; where it cannot take a call, auto chooses); a nonblocking call records the blocking
- * algorithm as a schedule (nonblocking.c). A blocking MPI_Reduce_scatter_block's plan is
- * remembered (plan_cache.c), and an MPI_Reduce_scatter's by its total count and whether its
- * blocks are equal (what auto chooses by). */
+ * Four algorithms (algorithms/reduce_scatter.c), asked for by the ids of the allreduce algorithms
+ * they share their phases with: MPIOPT_ALG_RABENSEIFNER (its first half, recursive halving, with
+ * its fold where p is not a power of two or the blocks differ: any call), MPIOPT_ALG_RING
+ * (commutative ops, any p and blocks), MPIOPT_ALG_BINOMIAL (a binomial reduce and a scatter: any
+ * call, in rank order) and MPIOPT_ALG_SHARED_MEMORY (each rank reducing its block from the node's
+ * window: any call). auto takes shared memory up to SHARED_MEMORY_MAX_BYTES, else halving for a
+ * power of two and equal blocks (log2 p steps; at p = 2 the ring for a commutative op), else
+ * halving with the fold for a non-commutative op, else the cheaper of the ring and the fold by the
+ * cost model (MPIOPT_FAMILY_LIST's rows, their formulas in algorithms/reduce_scatter.c). The
+ * vendor takes what mpiopt cannot (an intercommunicator, a datatype with holes or without a
+ * kernel, a total count above INT_MAX) and what the caller or MPIOPT_REDUCE_SCATTER /
+ * MPIOPT_REDUCE_SCATTER_BLOCK (= vendor) send to it; those two also force an algorithm (its name;
+ * where it cannot take a call, auto chooses); a nonblocking call records the blocking algorithm as
+ * a schedule (nonblocking.c). A blocking MPI_Reduce_scatter_block's plan is remembered
+ * (plan_cache.c), and an MPI_Reduce_scatter's by its total count and whether its blocks are equal
+ * (what auto chooses by). */
 #include <limits.h>
 #include <stdlib.h>
 #include "coll/algorithms/algorithms.h"

@@ -3,13 +3,13 @@
  * Two algorithms, both in rank order, so both take every op: recursive doubling
  * (algorithms/scan.c), ceil(log2 p) steps where the vendors' linear scans (Open MPI's default at
  * small p) need p - 1 in a chain; and shared memory (algorithms/shared_memory.c), where each rank
- * copies its input into the node's window once and rank r folds the r below it, no message at
- * all. auto takes shared memory up to SHARED_MEMORY_MAX_RANKS ranks (where the communicator has
- * no window it runs recursive doubling), recursive doubling above. The vendor takes what mpiopt cannot (an
- * intercommunicator, a datatype with holes or without a kernel) and what the caller or
+ * copies its input into the node's window once and rank r folds the r below it, no message at all.
+ * auto takes shared memory up to SHARED_MEMORY_MAX_RANKS ranks (where the communicator has no
+ * window it runs recursive doubling), recursive doubling above. The vendor takes what mpiopt
+ * cannot (an intercommunicator, a datatype with holes or without a kernel) and what the caller or
  * MPIOPT_SCAN / MPIOPT_EXSCAN (= vendor) send to it; a nonblocking call records the blocking
- * algorithm as a schedule (nonblocking.c), as allreduce's do. A blocking call's plan is
- * remembered (plan_cache.c), so a repeated scan asks MPI for nothing before it runs. */
+ * algorithm as a schedule (nonblocking.c), as allreduce's do. A blocking call's plan is remembered
+ * (plan_cache.c), so a repeated scan asks MPI for nothing before it runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include "coll/select/select.h"
