@@ -400,6 +400,22 @@ out:
  * exscan larger than SMALL_RING_BYTES goes through the stages the same way (staged.c).
  * Publishing a piece says this rank has read the piece before (the ring's protocol above). An
  * exscan leaves rank 0's buf as it was. *done = 0: the call is not this algorithm's. */
+#ifndef SMPI_SAMPLE_FLOPS
+/* Where lower rank r's input to a scan's ring piece is, once it is there. */
+typedef struct {
+    node_window *w;
+    uint64_t call;
+} ring_piece;
+
+static const char *ring_input(const void *ctx, int r)
+{
+    const ring_piece *x = ctx;
+    buffer *theirs = ring_buffer(x->w->all[r], x->call);
+    mpiopt_shm_wait(&theirs->call, x->call);
+    return theirs->data;
+}
+#endif
+
 int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int exclusive,
                               int *done)
 {
@@ -409,7 +425,7 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
     return MPI_SUCCESS;
 #else
     node_window *w;
-    int rc, me = c->rank, last = me == c->size - 1;
+    int rc, last = c->rank == c->size - 1;
     size_t e = c->extent, per_piece = BUFFER_BYTES / e;
     if (c->record || c->size < 2 || per_piece == 0)
         return MPI_SUCCESS;
@@ -431,32 +447,20 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
     if (exclusive && count * e > SMALL_RING_BYTES && e <= STAGE_BYTES &&
         mpiopt_node_window_stages(c, w))
         return mpiopt_shm_staged_scan(c, w, in, buf, count, exclusive);
+    ring_piece piece = {w, 0};
     ring *g = &w->small;
     /* every piece, whatever failed before: the other ranks wait for this one's */
     for (size_t first = 0; first < count; first += per_piece) {
         size_t n = count - first < per_piece ? count - first : per_piece;
-        uint64_t call = ++g->calls;
+        uint64_t call = piece.call = ++g->calls;
         const char *own = in + first * e;
-        char *out = (char *)buf + first * e;
         if (!last) {
             wait_writable(c, w, g, call);
             mpiopt_shm_copy(ring_buffer(w->mine, call)->data, own, n * e);
         }
         publish(w, call);
-        if (me == 0) {
-            if (!exclusive && own != out)
-                memcpy(out, own, n * e);
-            continue;
-        }
-        /* the nearest lower rank's input first: it has the most of the fold still to do */
-        const char *below = ring_buffer(w->all[me - 1], call)->data;
-        mpiopt_shm_wait(&ring_buffer(w->all[me - 1], call)->call, call);
-        int piece_rc = exclusive ? (mpiopt_shm_copy(out, below, n * e), MPI_SUCCESS)
-                                 : mpiopt_coll_reduce3(c, below, own, out, n);
-        for (int r = me - 2; r >= 0 && piece_rc == MPI_SUCCESS; r--) {
-            mpiopt_shm_wait(&ring_buffer(w->all[r], call)->call, call);
-            piece_rc = mpiopt_coll_reduce_left(c, ring_buffer(w->all[r], call)->data, out, n);
-        }
+        int piece_rc = mpiopt_shm_scan_fold(c, ring_input, &piece, own, (char *)buf + first * e,
+                                            n, exclusive);
         if (rc == MPI_SUCCESS)
             rc = piece_rc;
     }

@@ -185,6 +185,14 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
 /* A scan (exclusive = 0) or exscan the same way: rank r folds the chunks of the ranks below */
 int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                            size_t count, int exclusive);
+/* One piece of a scan or exscan on this rank: `own` its input, `out` its result (n elements);
+ * lower_input(ctx, r) waits until lower rank r's input to the piece is there and returns it. The
+ * nearest lower rank's first, then the others folded on the left: in_0 op (in_1 op (... op own)).
+ * Rank 0's scan is its input; its exscan leaves out as it was. Used by the window's ring
+ * (shared_memory.c) and by the stages (staged.c). */
+typedef const char *(*mpiopt_shm_lower_input)(const void *ctx, int r);
+int mpiopt_shm_scan_fold(const mpiopt_coll *c, mpiopt_shm_lower_input lower_input,
+                         const void *ctx, const void *own, void *out, size_t n, int exclusive);
 
 /* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
  * barrier), then whether every rank can read every other (collective, after it) */

@@ -119,15 +119,31 @@ static void post(uint64_t *flag, uint64_t call)
     __atomic_store_n(flag, call, __ATOMIC_RELEASE);
 }
 
+/* A single-copy call starts as a call of the window's small ring (shared_memory.c), numbered as
+ * its calls are, and posts where this rank's input and output are. */
+static uint64_t post_addresses(node_window *w, const void *in, void *out)
+{
+    uint64_t call = ++w->small.calls;
+    w->mine->direct.src = in;
+    w->mine->direct.dst = out;
+    post(&w->mine->direct.posted, call);
+    return call;
+}
+
+/* ... and ends as one, once every rank has finished every call before it: its number published
+ * in this rank's buffer (no input in it). */
+static void end_as_ring_call(node_window *w, uint64_t call)
+{
+    post(&ring_buffer(w->mine, call)->call, call);
+    w->small.writable_until = call + SMALL_BUFFERS - 1;
+}
+
 int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count)
 {
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
-    uint64_t call = ++w->small.calls;     /* an allreduce: the small ring's (shared_memory.c) */
+    uint64_t call = post_addresses(w, in, out);
     direct_block *mine = &w->mine->direct;
-    mine->src = in;
-    mine->dst = out;
-    post(&mine->posted, call);
 
     size_t chunk_bytes = CHUNKS_BYTES / (size_t)p;
     chunk_bytes = chunk_bytes < MIN_CHUNK_BYTES ? MIN_CHUNK_BYTES
@@ -180,10 +196,7 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
     for (int r = 0; r < p; r++)
         mpiopt_shm_wait(&w->all[r]->direct.gathered, call);
 
-    /* the window's ring counts this call as every other: its number published in its buffer (no
-     * input in it), and every rank has finished every call before it */
-    post(&ring_buffer(w->mine, call)->call, call);
-    w->small.writable_until = call + SMALL_BUFFERS - 1;
+    end_as_ring_call(w, call);
     free(f.value);
     free(inputs);
     mpiopt_scratch_free(scratch);
@@ -203,12 +216,8 @@ int mpiopt_shm_direct_exscan_pair(const mpiopt_coll *c, node_window *w, const vo
                                   void *out, size_t count)
 {
     int me = c->rank, rc;
-    uint64_t call = ++w->small.calls;     /* numbered as the small ring's (shared_memory.c) */
-    direct_block *mine = &w->mine->direct;
+    uint64_t call = post_addresses(w, in, out);
     const direct_block *theirs = &w->all[1 - me]->direct;
-    mine->src = in;
-    mine->dst = out;
-    post(&mine->posted, call);
     mpiopt_shm_wait(&theirs->posted, call);
     /* rank 1 reads [0, read), rank 0 writes the rest */
     size_t read = count * c->extent >= EXSCAN_SPLIT_FROM_BYTES ? count / 2 : count;
@@ -219,11 +228,9 @@ int mpiopt_shm_direct_exscan_pair(const mpiopt_coll *c, node_window *w, const vo
                           (count - read) * c->extent);
     else
         rc = MPI_SUCCESS;
-    post(&mine->reduced, call);
+    post(&w->mine->direct.reduced, call);
     mpiopt_shm_wait(&theirs->reduced, call);
-    /* both ranks have finished every call before this one: the ring counts it as its own */
-    post(&ring_buffer(w->mine, call)->call, call);
-    w->small.writable_until = call + SMALL_BUFFERS - 1;
+    end_as_ring_call(w, call);
     return rc;
 }
 #endif

@@ -244,41 +244,59 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
     return rc;
 }
 
+int mpiopt_shm_scan_fold(const mpiopt_coll *c, mpiopt_shm_lower_input lower_input,
+                         const void *ctx, const void *own, void *out, size_t n, int exclusive)
+{
+    int me = c->rank, rc = MPI_SUCCESS;
+    if (me == 0) {
+        if (!exclusive && own != out)
+            memcpy(out, own, n * c->extent);
+        return MPI_SUCCESS;
+    }
+    const char *below = lower_input(ctx, me - 1);
+    if (exclusive)
+        mpiopt_shm_copy(out, below, n * c->extent);
+    else
+        rc = mpiopt_coll_reduce3(c, below, own, out, n);
+    for (int r = me - 2; r >= 0 && rc == MPI_SUCCESS; r--)
+        rc = mpiopt_coll_reduce_left(c, lower_input(ctx, r), out, n);
+    return rc;
+}
+
+/* Where lower rank r's chunk of a staged scan is, once it is there. */
+typedef struct {
+    node_window *w;
+    int stage;
+    uint64_t chunk;
+} staged_piece;
+
+static const char *staged_input(const void *ctx, int r)
+{
+    const staged_piece *x = ctx;
+    const stage *theirs = &x->w->all_stages[r][x->stage];
+    mpiopt_shm_wait(&theirs->in_chunk, x->chunk);
+    return theirs->in;
+}
+
 int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                            size_t count, int exclusive)
 {
-    int me = c->rank, last = me == c->size - 1, rc = MPI_SUCCESS;
+    int last = c->rank == c->size - 1, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = chunk_elements(count, extent);
     for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
-        size_t m = count - at < per_chunk ? count - at : per_chunk, bytes = m * extent;
-        uint64_t chunk = ++w->chunks;
-        int s = (int)(j % w->stages);
-        stage *mine = stage_for(c, w, chunk, s);
+        size_t m = count - at < per_chunk ? count - at : per_chunk;
+        staged_piece piece = {w, (int)(j % w->stages), ++w->chunks};
+        stage *mine = stage_for(c, w, piece.chunk, piece.stage);
         const char *own = mpiopt_at(c, in, at);
-        char *dst = mpiopt_at(c, out, at);
         if (!last) {    /* the last rank's input is nobody else's */
-            mpiopt_shm_copy(mine->in, own, bytes);
-            post(&mine->in_chunk, chunk);
+            mpiopt_shm_copy(mine->in, own, m * extent);
+            post(&mine->in_chunk, piece.chunk);
         }
-        if (me == 0) {
-            if (!exclusive && own != dst)
-                mpiopt_shm_copy(dst, own, bytes);
-        } else {
-            const stage *below = &w->all_stages[me - 1][s];
-            mpiopt_shm_wait(&below->in_chunk, chunk);
-            int chunk_rc = MPI_SUCCESS;
-            if (exclusive)
-                mpiopt_shm_copy(dst, below->in, bytes);
-            else
-                chunk_rc = mpiopt_coll_reduce3(c, below->in, own, dst, m);
-            for (int r = me - 2; r >= 0 && chunk_rc == MPI_SUCCESS; r--) {
-                mpiopt_shm_wait(&w->all_stages[r][s].in_chunk, chunk);
-                chunk_rc = mpiopt_coll_reduce_left(c, w->all_stages[r][s].in, dst, m);
-            }
-            if (rc == MPI_SUCCESS)
-                rc = chunk_rc;
-        }
-        post(&mine->done_chunk, chunk);
+        int chunk_rc = mpiopt_shm_scan_fold(c, staged_input, &piece, own, mpiopt_at(c, out, at),
+                                            m, exclusive);
+        if (rc == MPI_SUCCESS)
+            rc = chunk_rc;
+        post(&mine->done_chunk, piece.chunk);
     }
     return rc;
 }
