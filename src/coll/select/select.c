@@ -40,10 +40,17 @@
  * lets the non-root ranks go once their input is in the window. Earlier, where every rank reduced
  * every piece, recursive doubling took 32 KiB and Rabenseifner the rest.
  *
- * Open MPI's reduce at p = 2, 32-256 KiB (issue 37): binomial, one message that the root
- * reduces, as Open MPI's own does with its single-copy transport; the window's stages (a copy in,
- * the root's reduce out of them) measured 0.55-0.83 of Open MPI 4.1.4 there, binomial 0.89-0.99
- * (interleaved, float, 2026-11-27).
+ * Open MPI's reduce at p = 2, 32-256 KiB (issue 37): the vendor's own. Its root reads the other
+ * rank's send buffer with one single-copy (CMA) read, whose lines that buffer's core has not
+ * written since the last call, and reduces from its own cache; nothing of mpiopt's moves those
+ * bytes faster on the development machine. Measured against Open MPI 4.1.4 (interleaved, float,
+ * vendor's time / mpiopt's, 2026-11-27/28): the window's stages (a copy in, the root's reduce out
+ * of lines the other core has just written) 0.55-0.83; binomial (the vendor's message, mpiopt's
+ * reduce) 0.85-0.99; the root reading the other's buffer itself with process_vm_readv, whole or
+ * in 16-64 KiB chunks reduced as they come, 0.80-0.99 (a system call costs ~0.75 us a chunk); the
+ * other rank writing half into the root's scratch while the root reads the rest, 0.78-0.99.
+ * Where the vendor may not take the call (a nonblocking one under Open MPI: collective_args.c)
+ * the row after it, binomial, does.
  *
  * p = 4 (two ranks a core, oversubscribed): shared memory to 8 KiB (above, every rank reducing
  * everything while another waits for its core loses 1.5-3x), recursive doubling in the middle,
@@ -57,8 +64,8 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 370727, MPIOPT_ALG_BINOMIAL},
-     {2, TB, MPIOPT_ALG_SHARED_MEMORY},
+    {{2, 23170, MPIOPT_ALG_SHARED_MEMORY}, {2, 370727, MPIOPT_ALG_VENDOR},
+     {2, 370727, MPIOPT_ALG_BINOMIAL}, {2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
