@@ -32,7 +32,8 @@ int main(int argc, char **argv)
         return 2;
     }
     /* 600: shared memory in one piece, reduce-scattered; 5000, 30001: through the stages, in one
-     * and in four chunks (or read where it is with MPIOPT_SHM_SINGLE_COPY=1, single_copy.c);
+     * and in four chunks (from 64 KiB read where it is, single_copy.c, where the ranks may;
+     * through the stages with MPIOPT_SHM_SINGLE_COPY=0);
      * 600001 (4.6 MiB): its result streamed past the caches, odd shares unaligned */
     const int counts[] = {1, 7, 100, 600, 5000, 30001, 600001};
     MPI_Op ops[] = {MPI_SUM, MPI_PROD};

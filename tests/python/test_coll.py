@@ -243,11 +243,13 @@ def test_staged_paths_match_the_reference_at_every_root(flavour, p, window):
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("p", [2, 3])
-def test_single_copy_allreduce_is_right_and_has_the_same_bits(flavour, p):
-    """MPIOPT_SHM_SINGLE_COPY=1: allreduces from 64 KiB read the other ranks' buffers where they
-    are (single_copy.c); the checker's large counts and in-place cases, and the bits."""
+def test_staged_allreduce_is_right_and_has_the_same_bits(flavour, p):
+    """MPIOPT_SHM_SINGLE_COPY=0: allreduces from 64 KiB go through the stages (staged.c), as where
+    the ranks may not read each other, not by single copy (single_copy.c, the default, which the
+    checker's other shared-memory cases run); the checker's large counts and in-place cases, and
+    the bits."""
     require_build(flavour)
-    env = dict(os.environ, MPIOPT_SHM_SINGLE_COPY="1")
+    env = dict(os.environ, MPIOPT_SHM_SINGLE_COPY="0")
     r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "16385,65537",
                                  "--cases", "quick", "--big-cases", "minimal", "--reduce", "0"],
                     env=env)

@@ -28,11 +28,12 @@
  * reduces larger than three go through the slot's stages instead (staged.c): as many as the
  * node's budget for the window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided
  * among its ranks; at least 4), so that a reduce's other ranks hand over up to all of them (4 MiB
- * at p = 2) and return while the root is still reducing, as a program's non-root ranks want. With
- * MPIOPT_SHM_SINGLE_COPY=1 large allreduces read the other ranks' buffers where they are
- * (single_copy.c). What a rank saw of the others when it last looked tells it
- * how many calls it may go on without looking again: the header of a buffer is on the line with
- * its first 48 bytes, and a call of up to 48 bytes moves one cache line per rank, not three.
+ * at p = 2) and return while the root is still reducing, as a program's non-root ranks want.
+ * Allreduces of 64 KiB and up read the other ranks' buffers where they are instead, where the
+ * ranks may (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). What a rank saw of the others when
+ * it last looked tells it how many calls it may go on without looking again: the header of a
+ * buffer is on the line with its first 48 bytes, and a call of up to 48 bytes moves one cache
+ * line per rank, not three.
  *
  * A message larger than a buffer goes in pieces of a buffer each, every piece a call of its own
  * (exchange): the copying ranks run ahead while the reducing ones reduce, and the inputs are read
@@ -61,7 +62,7 @@
  * (fewer buffers than the ring has: the root may still be reading the last of the call before);
  * larger reduces go through the stages (staged.c), whose pieces were measured from here */
 #define SMALL_RING_BYTES (3 * BUFFER_BYTES)
-/* with MPIOPT_SHM_SINGLE_COPY=1, allreduces of this size and up read the other ranks' buffers
+/* allreduces of this size and up read the other ranks' buffers
  * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
  * per chunk cost more than the window's second copy */
 #define DIRECT_FROM_BYTES (64u << 10)
@@ -235,7 +236,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     *done = 1;
     const char *in = c->src ? c->src : buf;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
-        if (w->direct_allreduce && bytes >= DIRECT_FROM_BYTES)
+        if (w->direct && bytes >= DIRECT_FROM_BYTES)
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
         if (mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);

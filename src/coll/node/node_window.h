@@ -93,7 +93,6 @@ struct mpiopt_node_window {
     ring small;
     int direct;                     /* every rank can read and write every other's memory
                                      * (single_copy.c), found when the window is made */
-    int direct_allreduce;           /* and MPIOPT_SHM_SINGLE_COPY=1 asks large allreduces to */
     int stages_tried;               /* the stage window was asked for (made or refused) */
     MPI_Win stage_win;              /* MPI_WIN_NULL until made */
     uint64_t stages;                /* in each rank's stage array, the same on every rank

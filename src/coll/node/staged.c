@@ -1,8 +1,9 @@
-/* Pipelined allreduce and reduce on one node: the shared_memory algorithm's way for large messages.
+/* Pipelined allreduce and reduce on one node: the shared_memory algorithm's way for large messages
+ * (allreduces from 64 KiB read the other ranks' memory instead where the ranks may: single_copy.c).
  *
  * The window's small buffers (8 KiB) cost three waits a piece; reading the other ranks' memory
- * where it is (single_copy.c) costs a system call and the pinning of every page, which on a
- * virtual machine runs at a quarter of memcpy's speed. Here each rank has stages in its slot
+ * where it is (single_copy.c) costs a system call and the pinning of every page, which on one
+ * virtual machine ran at a quarter of memcpy's speed. Here each rank has stages in its slot
  * (node_window.h), each holding its input to one chunk of the vector (STAGE_BYTES) and its share
  * of that chunk's result, and the chunks flow through them:
  *
