@@ -62,9 +62,9 @@
  * (fewer buffers than the ring has: the root may still be reading the last of the call before);
  * larger reduces go through the stages (staged.c), whose pieces were measured from here */
 #define SMALL_RING_BYTES (3 * BUFFER_BYTES)
-/* allreduces of this size and up read the other ranks' buffers
- * where they are (single_copy.c), where the ranks can: below, its three waits and a system call
- * per chunk cost more than the window's second copy */
+/* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
+ * where the ranks can: below, its three waits and a system call per chunk cost more than the
+ * window's second copy */
 #define DIRECT_FROM_BYTES (64u << 10)
 /* allreduces larger than a buffer go through the stages (staged.c): at p = 2 against
  * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as

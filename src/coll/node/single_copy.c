@@ -23,17 +23,11 @@
  *
  * Whether the ranks may read each other is found once, when the window is made: each reads a word
  * of every other rank (a container or Yama's ptrace_scope can forbid it); all ranks must agree, or
- * none takes this way (MPIOPT_SHM_SINGLE_COPY=0: none ever does). On the first machine it was
- * measured on (a virtual machine) process_vm_readv copied at a quarter of memcpy's speed (5
- * against 16-19 GB/s, 64 KiB-1 MiB) and the stages of staged.c beat it at every size from 64 KiB
- * to 16 MiB (1.1-1.9x, against Intel MPI 2021.15, one run), so it was opt-in. On the next
- * (2026-11-27, Xeon, 2 cores) it copies at half (28 against 50 GB/s at 256 KiB), and it beat the
- * stages against all five vendors: p = 2, MPI_FLOAT, five alternating runs of `mpiopt bench
- * allreduce --repeat 3` (two on MPI_COMM_WORLD, three with --live-comms 100), vendor's time /
- * auto's, stages -> single copy: Intel MPI 2021.15 64 KiB 0.91-1.83 -> 1.18-2.32, 128 KiB
- * 1.09-1.20 -> 1.34-1.61, 4 MiB 0.94-0.97 -> 1.30-1.40; Open MPI 4.1.4 2-4 MiB 1.18-1.30 ->
- * 1.43-1.61; MPICH 4.0.2 2-4 MiB 1.28-1.48 -> 1.55-1.79; lower only under MPICH at 128-256 KiB
- * (1.64-1.97 -> 1.33-1.79). So now by default, where the ranks may. */
+ * none takes this way (MPIOPT_SHM_SINGLE_COPY=0: none ever does). By default where the ranks may:
+ * where process_vm_readv copies at half memcpy's speed (28 against 50 GB/s at 256 KiB, Xeon,
+ * 2026-11-28) it beat the stages of staged.c against all five vendors from 64 KiB (the table in
+ * docs/collectives.md, "shared_memory"); on a machine where it copied at a quarter (a virtual
+ * machine, 5 against 16-19 GB/s) the stages won at every size, hence the setting. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
