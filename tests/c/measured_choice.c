@@ -1,7 +1,8 @@
 /* auto's measured choice (src/coll/select/measured.c) never changes a result: on MPI_COMM_WORLD and on
  * a communicator of half its ranks, 30 allreduces of each of four sizes (4.7 KiB to 1 MiB of
- * random doubles, so that the bracketing shows in the bits) go through auto, whose first 24 (up
- * to 8 KiB) or 9 calls of a size class are its trials of three algorithms; each result must equal, byte for byte,
+ * random doubles, so that the bracketing shows in the bits) go through auto, whose first 48 (up
+ * to 8 KiB) or 12 calls of a size class are its trials of four algorithms (the vendor's at p = 2);
+ * each result must equal, byte for byte,
  * shared_memory's result for the same input. Every third call is in place, and every call has
  * a nonblocking allreduce of its own pending on the same communicator around it, so the
  * agreement on the choice (a collective on the private communicator) meets a pending schedule.
@@ -13,7 +14,7 @@
 #include <string.h>
 #include "mpiopt.h"
 
-#define CALLS 30
+#define CALLS 50
 
 static void run(MPI_Comm comm, int *checks, int *differ, int *wrong)
 {

@@ -386,24 +386,24 @@ def test_mpiopt_bench_allreduce_repeat(tmp_path):
 
 @needs_build
 def test_the_table_says_what_autos_trials_kept(tmp_path):
-    """auto times three algorithms on its first calls of a size class from 4 KiB (docs/
+    """auto times four algorithms on its first calls of a size class above 1 KiB (docs/
     collectives.md, "Measured choice"): the document keeps what it chose per class from each run,
-    and the table shows it beside the sizes it covers (none below 4 KiB)."""
-    args = ["bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "2K,5K,8K",
+    and the table shows it beside the sizes it covers (none at 1 KiB)."""
+    args = ["bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "1K,5K,8K",
             "--algorithms", "vendor,auto", "--operations", "allreduce", "--iterations", "3",
-            "--warmup", "20", "--no-overhead", "--repeat", "2", "--results", str(tmp_path)]
+            "--warmup", "30", "--no-overhead", "--repeat", "2", "--results", str(tmp_path)]
     r = mpiopt(*args, "--json")
     assert r.returncode == 0, r.stderr
     [run] = json.loads(r.stdout)["runs"]
     measured = run["auto_measured"]
-    assert set(measured) == {"8192"}, measured      # 5K and 8K share one class, 2K is below
+    assert set(measured) == {"8192"}, measured      # 5K and 8K share one class, 1K is below
     assert len(measured["8192"]) == 2 and set(measured["8192"]) <= {
-        "shared_memory", "recursive_doubling", "rabenseifner"}
+        "shared_memory", "recursive_doubling", "rabenseifner", "vendor"}
     people = mpiopt(*args)
     assert people.returncode == 0, people.stderr
     assert "auto took" in people.stdout
     rows = {line.split()[1]: line for line in people.stdout.splitlines() if re.match(r"^│\s+\d+K", line)}
     short = algorithms.short_names(FLAVOURS[0])
-    names = {short.get(a, a) for a in ("shared_memory", "recursive_doubling", "rabenseifner")}
+    names = {short.get(a, a) for a in ("shared_memory", "recursive_doubling", "rabenseifner", "vendor")}
     assert any(n in rows["5K"] for n in names) and any(n in rows["8K"] for n in names), rows
-    assert not any(n in rows["2K"].split("│")[-2] for n in names), rows["2K"]
+    assert not any(n in rows["1K"].split("│")[-2] for n in names), rows["1K"]

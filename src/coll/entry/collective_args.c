@@ -29,6 +29,7 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     if (nonblocking)
         vendor_ok = 0;
 #endif
+    plan->vendor_ok = vendor_ok;
     mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
                                        vendor_ok, plan->rank);
     const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
@@ -86,6 +87,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     plan->algorithm = MPIOPT_ALG_VENDOR;
     plan->why = MPIOPT_WHY_REQUESTED;
     plan->measuring = 0;
+    plan->vendor_ok = 0;
     if (requested == MPIOPT_ALG_VENDOR)
         return MPI_SUCCESS;
     if (!plan_uncached(is_reduce, requested, comm, count, datatype, op, root, nonblocking, plan)) {
@@ -121,7 +123,10 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
     if (!is_reduce && requested == MPIOPT_ALG_AUTO && plan->algorithm != MPIOPT_ALG_VENDOR &&
         mpiopt_selection_measures(is_reduce)) {
         plan->algorithm = mpiopt_measured_pick(&plan->coll, plan->algorithm, (size_t)count,
-                                               mpiopt_predefined_op(op), &plan->measuring);
+                                               mpiopt_predefined_op(op), plan->vendor_ok,
+                                               &plan->measuring);
+        if (plan->algorithm == MPIOPT_ALG_VENDOR)
+            plan->why = MPIOPT_WHY_FASTER;
         if (plan->measuring)
             return MPI_SUCCESS;
     }

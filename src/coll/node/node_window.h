@@ -71,6 +71,10 @@ typedef struct {
 typedef struct {
     uint64_t calls;                 /* the last call made through this ring */
     uint64_t writable_until;        /* the last call whose buffer is known free */
+    /* shared_memory.c's exchange_lines: per buffer, the last call that wrote it as numbered
+     * lines, and how many of its lines end with a call's number (not another call's data) */
+    uint64_t lines_call[SMALL_BUFFERS];
+    uint32_t lines_numbered[SMALL_BUFFERS];
 } ring;
 
 /* every ring has SMALL_BUFFERS: a power of two, so no division */

@@ -1,7 +1,8 @@
 /* `auto` settles what the built-in rows cannot know by timing it: on the communicator's first
  * blocking allreduces of each size class from 4 KiB to 8 MiB where the rows name
- * shared_memory, the ranks run recursive doubling, Rabenseifner and shared_memory a few calls
- * each, then agree on the fastest by one collective call and keep it for that class.
+ * shared_memory, the ranks run recursive doubling, Rabenseifner, the vendor's allreduce (at
+ * p = 2, below) and shared_memory a few calls each, then agree on the fastest by one collective
+ * call and keep it for that class.
  *
  * Why: the rows were measured on the development machines, and the best of the three moves with
  * the machine and the vendor under them. On an AMD EPYC, Intel MPI's point-to-point made
@@ -9,14 +10,16 @@
  * stages; on an Intel Xeon the stages win there, and at 128 KiB-1 MiB under Intel MPI the two
  * are within a few per cent (docs/collectives.md, "Measured choice").
  *
- * Why it is safe: the three give the same bits (tests/c/same_bits.c), so which one runs never
- * changes a result. Every rank makes the same calls on a communicator in the same order with the
- * same byte count (MPI's rule for collectives), so every rank counts the same trials of a class
- * and meets the agreement at the same call. Nonblocking and persistent calls never measure: they
+ * Why it is safe: the three give the same bits (tests/c/same_bits.c), and so does the vendor
+ * where it is a candidate, so which one runs never changes a result. Every rank makes the same
+ * calls on a communicator in the same order with the same byte count (MPI's rule for
+ * collectives), so every rank counts the same trials of a class and meets the agreement at the
+ * same call. Nonblocking and persistent calls never measure: they
  * keep the rows' choice (their schedules are made of messages anyway).
  *
- * What it costs: 24 calls a class up to 8 KiB, 9 above. OSU warms up with 200 calls up to 8 KiB
- * and 10 above, so none of its timed calls is a trial. After that a call costs nothing more: the
+ * What it costs: 48 calls a class up to 8 KiB, 12 above. OSU warms up with 200 calls up to 8 KiB,
+ * so none of its timed calls there is a trial; above, with its default of 10, two of its 100 are
+ * (mpiopt bench allreduce warms up with 12). After that a call costs nothing more: the
  * plan cache (plan_cache.c) remembers the decided algorithm. A tuning file, MPIOPT_ALLREDUCE or
  * MPIOPT_MEASURE=0 turns it off. */
 #include <stdio.h>
@@ -25,17 +28,24 @@
 #include "coll/select/select.h"
 #include "coll/engine/report.h"
 
-#define FIRST_CLASS 12      /* (2 KiB, 4 KiB]: below, shared_memory wins by 1.5-9x everywhere */
+/* (2 KiB, 4 KiB]: below, shared_memory wins by 1.5-9x under every vendor but Intel MPI, and is
+ * within 10 % of it at 1-2 KiB */
+#define FIRST_CLASS 12
 #define LAST_CLASS 23       /* (4 MiB, 8 MiB]: above, a trial call costs milliseconds */
 #define CLASSES (LAST_CLASS - FIRST_CLASS + 1)
-#define CANDIDATES 3
+#define CANDIDATES 4
 /* Each candidate runs a block of calls in a row, the first not timed (its buffers are cold after
- * another candidate's calls), and its time is its fastest timed call on this rank, which calls
- * slowed by the system do not move. Taking turns call by call instead measured shared_memory
- * half as fast again as it runs alone at 4-8 KiB, and chose another algorithm there.
- * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of four, so that a stall of the
- * machine that spans one block leaves the candidate its other; above, with OSU's ten, one pass of
- * blocks of three. */
+ * another candidate's calls). Its time is the mean of its timed calls on this rank less the
+ * slowest fifth: what OSU reports is a mean, and a rare call slowed by the system should not
+ * decide. The fastest call alone, used before, chose by luck where the candidates are close:
+ * under Intel MPI at 2-16 KiB, recursive doubling's fastest call was 0.7 us where its mean is
+ * 0.7-1.9 us, and which algorithm won changed from run to run.
+ * Taking turns call by call instead measured shared_memory half as fast again as it runs alone
+ * at 4-8 KiB, and chose another algorithm there.
+ * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of six, so that a stall of the
+ * machine that spans one block leaves the candidate its other; above, where a call costs more,
+ * one pass of blocks of three. */
+#define MAX_TIMED 10
 #define SMALL_LAST_CLASS 13     /* (4 KiB, 8 KiB] */
 /* an alternative replaces the rows' choice only if it is this much faster: a few timed calls of
  * each are few, and the rows' choice was measured at length. The trials are there for gaps like
@@ -45,13 +55,25 @@
  * 1.06); with 0.97 here it was kept in two of those runs, and in two of three runs of a sweep,
  * which then measured 0.91 against Intel MPI. */
 #define MARGIN 0.90
+/* The vendor's own allreduce is a candidate too, where it gives the same bits as mpiopt's (two
+ * ranks: one op between two operands, commutative, one of MPI's own ops) and may take the call
+ * (vendor_ok: its result is right, it does not poll an oversubscribed node). Intel MPI 2021.15's
+ * shared-memory allreduce beat every algorithm of mpiopt's at p = 2 from 2 to 512 KiB in OSU's
+ * own runs (16 KiB: 3.1 against 4.2 us, 2026-11-28; the rows cannot tell Intel MPI from MPICH,
+ * whose allreduce mpiopt beats 2x there). It replaces the best of mpiopt's if its time is at
+ * most VENDOR_MARGIN times that one's: its trial calls, which follow mpiopt's, measured slower
+ * than it runs alone (Intel MPI at 2-8 KiB: 2.0-4.6 us in the trials, 0.8-1.8 in OSU), and
+ * handing a call over where the two are close costs nothing (it is the vendor's own speed). */
+#define VENDOR_MARGIN 1.10
 
 static const mpiopt_algorithm candidates[CANDIDATES] = {
-    MPIOPT_ALG_SHARED_MEMORY, MPIOPT_ALG_RECURSIVE_DOUBLING, MPIOPT_ALG_RABENSEIFNER};
+    MPIOPT_ALG_SHARED_MEMORY, MPIOPT_ALG_RECURSIVE_DOUBLING, MPIOPT_ALG_RABENSEIFNER,
+    MPIOPT_ALG_VENDOR};
 
 typedef struct {
     unsigned calls;                 /* trial calls made so far */
-    double fastest[CANDIDATES];     /* this rank's fastest timed call of each (0: none yet) */
+    unsigned timed[CANDIDATES];     /* this rank's timed calls of each so far */
+    float seconds[CANDIDATES][MAX_TIMED];
     int chosen;                     /* the agreed algorithm + 1; 0 while trials go on */
 } size_class;
 
@@ -64,8 +86,10 @@ static unsigned passes(int cls)
 
 static unsigned block(int cls)
 {
-    return cls <= SMALL_LAST_CLASS ? 4 : 3;
+    return cls <= SMALL_LAST_CLASS ? 6 : 3;
 }
+
+_Static_assert(2 * (6 - 1) <= MAX_TIMED, "a candidate's timed calls must fit its record");
 
 static unsigned trial_calls(int cls)
 {
@@ -114,15 +138,20 @@ static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
 }
 
 /* 1 if candidate i can take this call (the same answer on every rank: p, count, the op). */
-static int candidate_fits(int i, const mpiopt_coll *c, size_t count, int predefined_op)
+static int candidate_fits(int i, const mpiopt_coll *c, size_t count, int predefined_op,
+                          int vendor_ok)
 {
+    if (candidates[i] == MPIOPT_ALG_VENDOR)
+        return vendor_ok && c->size == 2 && c->commutative && predefined_op &&
+               !mpiopt_yield_when_idle();
     return mpiopt_algorithm_fits(candidates[i], c->size, c->commutative) &&
            count <= (size_t)__INT_MAX__ &&
            mpiopt_algorithm_takes(candidates[i], (int)count, predefined_op);
 }
 
 mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm rows_choice,
-                                      size_t count, int predefined_op, int *measuring)
+                                      size_t count, int predefined_op, int vendor_ok,
+                                      int *measuring)
 {
     *measuring = 0;
     size_class *k = NULL;
@@ -138,13 +167,37 @@ mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm row
      * chosen) */
     int i = trial_candidate(cls, k->calls, &timed);
     *measuring = 1;
-    return candidate_fits(i, c, count, predefined_op) ? candidates[i] : rows_choice;
+    return candidate_fits(i, c, count, predefined_op, vendor_ok) ? candidates[i] : rows_choice;
 }
 
-static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op)
+/* This rank's time of candidate i: the mean of its timed calls less the slowest fifth. The
+ * median was tried: it hid the 15-60 us calls that Intel MPI's point-to-point showed in one or
+ * two of every six trial calls at 2-8 KiB, chose recursive doubling at 4 KiB on a median of 1.0
+ * us, and OSU then measured 1.53 us there. */
+static double typical_seconds(const size_class *k, int i)
 {
-    double mean[CANDIDATES];    /* this rank's fastest call of each; then the ranks' mean */
-    memcpy(mean, k->fastest, sizeof mean);
+    unsigned n = k->timed[i];
+    float v[MAX_TIMED];
+    memcpy(v, k->seconds[i], n * sizeof v[0]);
+    for (unsigned a = 1; a < n; a++)        /* insertion sort: ten at most */
+        for (unsigned b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            float t = v[b];
+            v[b] = v[b - 1];
+            v[b - 1] = t;
+        }
+    unsigned keep = n - n / 5;
+    double sum = 0;
+    for (unsigned a = 0; a < keep; a++)
+        sum += v[a];
+    return keep ? sum / keep : 0;
+}
+
+static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, int predefined_op,
+                  int vendor_ok)
+{
+    double mean[CANDIDATES];    /* this rank's time of each; then the ranks' mean */
+    for (int i = 0; i < CANDIDATES; i++)
+        mean[i] = typical_seconds(k, i);
     /* every rank's time counts, as in OSU's average over the ranks */
     if (PMPI_Allreduce(MPI_IN_PLACE, mean, CANDIDATES, MPI_DOUBLE, MPI_SUM, c->user_comm) !=
         MPI_SUCCESS) {
@@ -154,10 +207,16 @@ static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, in
     int best = 0;
     for (int i = 0; i < CANDIDATES; i++) {
         mean[i] /= c->size;
-        if (i > 0 && candidate_fits(i, c, count, predefined_op) && mean[i] < MARGIN * mean[0] &&
+        if (i > 0 && candidates[i] != MPIOPT_ALG_VENDOR &&
+            candidate_fits(i, c, count, predefined_op, vendor_ok) && mean[i] < MARGIN * mean[0] &&
             mean[i] < mean[best])
             best = i;
     }
+    for (int i = 0; i < CANDIDATES; i++)
+        if (candidates[i] == MPIOPT_ALG_VENDOR &&
+            candidate_fits(i, c, count, predefined_op, vendor_ok) &&
+            mean[i] <= VENDOR_MARGIN * mean[best])
+            best = i;
     k->chosen = candidates[best] + 1;
     if (mpiopt_verbose() && c->rank == 0) {
         /* one write: stderr is unbuffered, and the first ranks of other communicators (the
@@ -166,7 +225,8 @@ static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, in
         int n = snprintf(line, sizeof line, "mpiopt: allreduce p=%d bytes<=%zu: measured",
                          c->size, (size_t)1 << cls);
         for (int i = 0; i < CANDIDATES; i++)
-            if (candidate_fits(i, c, count, predefined_op) && n > 0 && n < (int)sizeof line)
+            if (candidate_fits(i, c, count, predefined_op, vendor_ok) && n > 0 &&
+                n < (int)sizeof line)
                 n += snprintf(line + n, sizeof line - (size_t)n, " %s %.1f us,",
                               mpiopt_algorithm_name(candidates[i]), mean[i] * 1e6);
         if (n > 0 && n < (int)sizeof line)
@@ -177,15 +237,15 @@ static void agree(const mpiopt_coll *c, size_class *k, int cls, size_t count, in
 }
 
 void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
-                            double seconds)
+                            int vendor_ok, double seconds)
 {
     int cls, timed;
     size_class *k = class_of(c, count * c->extent, &cls);
     if (!k || k->chosen)
         return;
     int i = trial_candidate(cls, k->calls, &timed);
-    if (timed && (k->fastest[i] == 0 || seconds < k->fastest[i]))
-        k->fastest[i] = seconds;
+    if (timed && k->timed[i] < MAX_TIMED)
+        k->seconds[i][k->timed[i]++] = (float)seconds;
     if (++k->calls == trial_calls(cls))
-        agree(c, k, cls, count, predefined_op);
+        agree(c, k, cls, count, predefined_op, vendor_ok);
 }

@@ -27,10 +27,13 @@ int mpiopt_selection_measures(int is_reduce);
  * The algorithm a blocking allreduce of count elements on c runs, where the rows chose
  * rows_choice: a trial's candidate (*measuring = 1: time the call and give the time to
  * mpiopt_measured_record), the class's agreed choice, or rows_choice where nothing is measured.
- * predefined_op: the op is one of MPI's own (some candidates take only those). */
+ * predefined_op: the op is one of MPI's own (some candidates take only those); vendor_ok: the
+ * vendor may take the call (mpiopt_select's), and so be a candidate (MPIOPT_ALG_VENDOR: hand the
+ * call to PMPI_Allreduce, timed like the others). */
 mpiopt_algorithm mpiopt_measured_pick(const mpiopt_coll *c, mpiopt_algorithm rows_choice,
-                                      size_t count, int predefined_op, int *measuring);
+                                      size_t count, int predefined_op, int vendor_ok,
+                                      int *measuring);
 void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_op,
-                            double seconds);
+                            int vendor_ok, double seconds);
 
 #endif
