@@ -75,7 +75,7 @@
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
 /* At p = 2, allreduces up to this size go through a buffer as lines that each carry their call's
  * number (exchange_lines): set from measurements, see there */
-#define LINES_MAX_BYTES 1024
+#define LINES_MAX_BYTES 2048
 /* A line: LINE_PAYLOAD bytes of input, then the call's number */
 #define LINE_PAYLOAD 56
 _Static_assert((LINES_MAX_BYTES + LINE_PAYLOAD - 1) / LINE_PAYLOAD * 64 + 64 <= sizeof(buffer),
@@ -236,11 +236,11 @@ static int usable_window(const mpiopt_coll *c, node_window **w)
  * through the ring write data there, and data may hold any number. So where the call before in
  * this buffer went another way, or wrote fewer lines, the reader waits for the header first
  * (every rank makes the same calls, so each knows what the buffer held).
- * Measured at p = 2 under Open MPI 4.1.4 (MPI_CHAR sums, a barrier before each call, the mean of
- * both ranks' times over 2000 calls, two runs each), lines against the header: 4-48 B 0.24-0.26
- * against 0.25-0.31 us, 256 B 0.28-0.29 against 0.39-0.40, 512 B 0.37 against 0.43-0.46, 1 KiB
- * 0.53-0.54 against 0.60; from 1.5 KiB the lines lost (1.5-4 KiB 0.83-1.23 against 0.74-1.11;
- * in a loop of two processes without MPI they won to 2 KiB: why is not known). */
+ * Measured at p = 2 against the header alone (the table in docs/collectives.md): faster up to
+ * 1.75 KiB under Open MPI 4.1.4 and Intel MPI 2021.15 (256 B 0.28 against 0.39 us), alike at
+ * 2 KiB; above, faster under Open MPI and slower at 2.5-3.5 KiB under Intel MPI, for reasons not
+ * found. Whole lines are copied with a constant length, inline: a call to memcpy a line took
+ * 1 KiB under Intel MPI from 0.54 to 0.62-0.65 us. */
 static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const void *in,
                           void *out, size_t count)
 {
@@ -259,14 +259,21 @@ static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const v
     if (!numbered)
         g->lines_numbered[b] = lines;
     wait_writable(c, w, g, call);
-    for (size_t at = 0; at < bytes; at += LINE_PAYLOAD, mine += 64) {
-        memcpy(mine, (const char *)in + at, bytes - at < LINE_PAYLOAD ? bytes - at : LINE_PAYLOAD);
+    size_t at = 0;
+    /* whole lines with a constant length, which the compiler copies inline (a call to memcpy
+     * for each line cost more than its 56 bytes), then the rest */
+    for (; at + LINE_PAYLOAD <= bytes; at += LINE_PAYLOAD, mine += 64) {
+        memcpy(mine, (const char *)in + at, LINE_PAYLOAD);
+        __atomic_store_n((uint64_t *)(mine + LINE_PAYLOAD), call, __ATOMIC_RELEASE);
+    }
+    if (at < bytes) {
+        memcpy(mine, (const char *)in + at, bytes - at);
         __atomic_store_n((uint64_t *)(mine + LINE_PAYLOAD), call, __ATOMIC_RELEASE);
     }
     publish(w, call);
     if (!numbered)
         mpiopt_shm_wait(&their_buffer->call, call);
-    for (size_t at = 0; at < bytes; at += LINE_PAYLOAD, theirs += 64) {
+    for (at = 0; at < bytes; at += LINE_PAYLOAD, theirs += 64) {
         mpiopt_shm_wait((const uint64_t *)(theirs + LINE_PAYLOAD), call);
         memcpy(got + at, theirs, LINE_PAYLOAD);
     }
