@@ -226,21 +226,17 @@ static int usable_window(const mpiopt_coll *c, node_window **w)
 #ifndef SMPI_SAMPLE_FLOPS
 /* An allreduce at p = 2 of up to LINES_MAX_BYTES. Each rank writes its input into its buffer as
  * lines of LINE_PAYLOAD bytes, each ending with the call's number, stored after the line's data
- * (release); the other rank reads each line once its number is there (acquire) into a temporary
- * of its own, and reduces it with its own input where the caller left it. So the other reads a
- * line while this rank still writes the next ones, where the header's single number made it wait
- * for all of them, and then fetch every line a second time round (lines and numbers as in
- * NCCL's low-latency protocols). The header is still published, after the lines: the ring's
- * reuse (wait_writable) and the other calls through the ring look only at it.
- * A line's number can be trusted only where a call of this kind wrote it: the other calls
- * through the ring write data there, and data may hold any number. So where the call before in
- * this buffer went another way, or wrote fewer lines, the reader waits for the header first
- * (every rank makes the same calls, so each knows what the buffer held).
- * Measured at p = 2 against the header alone (the table in docs/collectives.md): faster up to
- * 1.75 KiB under Open MPI 4.1.4 and Intel MPI 2021.15 (256 B 0.28 against 0.39 us), alike at
- * 2 KiB; above, faster under Open MPI and slower at 2.5-3.5 KiB under Intel MPI, for reasons not
- * found. Whole lines are copied with a constant length, inline: a call to memcpy a line took
- * 1 KiB under Intel MPI from 0.54 to 0.62-0.65 us. */
+ * (release); the other rank copies each line once its number is there (acquire), not after one
+ * header for all of them, and reduces it with its own input where the caller left it (lines and
+ * numbers as in NCCL's low-latency protocols). The header is still published, after the lines,
+ * for the ring's reuse (wait_writable) and its other calls. A line's number is trusted only where
+ * the call before in this buffer wrote numbered lines too (the other calls write data there, and
+ * data may hold any number; every rank makes the same calls, so each knows): else the reader
+ * waits for the header first. Against the header alone (the table in docs/collectives.md):
+ * faster up to 1.75 KiB under Open MPI 4.1.4 and Intel MPI 2021.15 (256 B 0.28 against 0.39
+ * us), alike at 2 KiB; above, faster under Open MPI and slower at 2.5-3.5 KiB under Intel MPI,
+ * for reasons not found. Whole lines are copied with a constant length, inline: a call to
+ * memcpy a line took 1 KiB under Intel MPI from 0.54 to 0.62-0.65 us. */
 static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const void *in,
                           void *out, size_t count)
 {
@@ -260,8 +256,6 @@ static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const v
         g->lines_numbered[b] = lines;
     wait_writable(c, w, g, call);
     size_t at = 0;
-    /* whole lines with a constant length, which the compiler copies inline (a call to memcpy
-     * for each line cost more than its 56 bytes), then the rest */
     for (; at + LINE_PAYLOAD <= bytes; at += LINE_PAYLOAD, mine += 64) {
         memcpy(mine, (const char *)in + at, LINE_PAYLOAD);
         __atomic_store_n((uint64_t *)(mine + LINE_PAYLOAD), call, __ATOMIC_RELEASE);
