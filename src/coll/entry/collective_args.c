@@ -29,6 +29,9 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     if (nonblocking)
         vendor_ok = 0;
 #endif
+    /* a library that polls on an oversubscribed node spends time slices, not microseconds, per
+     * step: mpiopt's algorithms yield the core while they wait (p2p.c), the vendor's do not */
+    vendor_ok = vendor_ok && !mpiopt_yield_when_idle();
     plan->vendor_ok = vendor_ok;
     mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
                                        vendor_ok, plan->rank);

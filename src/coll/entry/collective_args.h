@@ -14,7 +14,7 @@ typedef struct {
     int p, rank;
     mpiopt_vendor_reason why;       /* for VENDOR: why (MPIOPT_REPORT); else MPIOPT_TAKEN */
     int measuring;                  /* 1: a trial of measured.c's (time it; never remembered) */
-    int vendor_ok;                  /* auto may give this call to the vendor (mpiopt_select) */
+    int vendor_ok;                  /* auto may give this call to the vendor (plan_uncached) */
     /* For mpiopt's algorithms, the call's context (engine.h) without its buffers: the private
      * communicator, rank, size, extent, commutativity and kernel, found once when the call was
      * planned and kept with the plan, so a repeated call asks MPI for none of them (issue 15:

@@ -45,7 +45,11 @@
  * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of six, so that a stall of the
  * machine that spans one block leaves the candidate its other; above, where a call costs more,
  * one pass of blocks of three. */
-#define MAX_TIMED 10
+#define SMALL_PASSES 2
+#define SMALL_BLOCK 6
+#define LARGE_BLOCK 3
+/* a candidate's timed calls: its blocks' less their first (the small classes have the most) */
+#define MAX_TIMED (SMALL_PASSES * (SMALL_BLOCK - 1))
 #define SMALL_LAST_CLASS 13     /* (4 KiB, 8 KiB] */
 /* an alternative replaces the rows' choice only if it is this much faster: a few timed calls of
  * each are few, and the rows' choice was measured at length. The trials are there for gaps like
@@ -81,15 +85,15 @@ typedef struct {
  * calls a block. */
 static unsigned passes(int cls)
 {
-    return cls <= SMALL_LAST_CLASS ? 2 : 1;
+    return cls <= SMALL_LAST_CLASS ? SMALL_PASSES : 1;
 }
 
 static unsigned block(int cls)
 {
-    return cls <= SMALL_LAST_CLASS ? 6 : 3;
+    return cls <= SMALL_LAST_CLASS ? SMALL_BLOCK : LARGE_BLOCK;
 }
 
-_Static_assert(2 * (6 - 1) <= MAX_TIMED, "a candidate's timed calls must fit its record");
+_Static_assert(LARGE_BLOCK - 1 <= MAX_TIMED, "a candidate's timed calls must fit its record");
 
 static unsigned trial_calls(int cls)
 {
@@ -137,13 +141,13 @@ static size_class *class_of(const mpiopt_coll *c, size_t bytes, int *cls)
     return &c->measured->classes[k - FIRST_CLASS];
 }
 
-/* 1 if candidate i can take this call (the same answer on every rank: p, count, the op). */
+/* 1 if candidate i can take this call (the same answer on every rank: p, count, the op;
+ * vendor_ok already says whether the vendor polls an oversubscribed node). */
 static int candidate_fits(int i, const mpiopt_coll *c, size_t count, int predefined_op,
                           int vendor_ok)
 {
     if (candidates[i] == MPIOPT_ALG_VENDOR)
-        return vendor_ok && c->size == 2 && c->commutative && predefined_op &&
-               !mpiopt_yield_when_idle();
+        return vendor_ok && c->size == 2 && c->commutative && predefined_op;
     return mpiopt_algorithm_fits(candidates[i], c->size, c->commutative) &&
            count <= (size_t)__INT_MAX__ &&
            mpiopt_algorithm_takes(candidates[i], (int)count, predefined_op);
@@ -244,7 +248,7 @@ void mpiopt_measured_record(const mpiopt_coll *c, size_t count, int predefined_o
     if (!k || k->chosen)
         return;
     int i = trial_candidate(cls, k->calls, &timed);
-    if (timed && k->timed[i] < MAX_TIMED)
+    if (timed)
         k->seconds[i][k->timed[i]++] = (float)seconds;
     if (++k->calls == trial_calls(cls))
         agree(c, k, cls, count, predefined_op, vendor_ok);

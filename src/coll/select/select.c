@@ -279,9 +279,6 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
                                int commutative, int vendor_ok, int rank)
 {
     pthread_once(&once, load_settings);
-    /* a library that polls on an oversubscribed node spends time slices, not microseconds, per
-     * step: mpiopt's algorithms yield the core while they wait (p2p.c), the vendor's do not */
-    vendor_ok = vendor_ok && !mpiopt_yield_when_idle();
     mpiopt_algorithm a = requested;
     if (a == MPIOPT_ALG_AUTO && forced[is_reduce] >= 0)
         a = (mpiopt_algorithm)forced[is_reduce];

@@ -8,7 +8,8 @@
 
 /* The algorithm to run: `requested` unless it is AUTO (then the env var, tuning table or cost
  * model decides); an algorithm that cannot do a non-commutative op is replaced by one that can.
- * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong). */
+ * vendor_ok = 0 keeps `auto` from choosing the vendor (its result is known to be wrong, or it
+ * polls an oversubscribed node: the caller, collective_args.c, knows). */
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
 
