@@ -42,9 +42,8 @@ typedef struct {
 /* A stage of the pipelined allreduce and reduce (staged.c): a rank's input to one chunk of the
  * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. A
  * slot has as many stages as the node's budget for the window gives (MPIOPT_SHM_WINDOW_BYTES,
- * between MIN_STAGES and MAX_STAGES); an allreduce uses the first ALLREDUCE_STAGES (one at
- * p = 2, staged.c; they stay in cache, and every rank waits for every input of a chunk anyway), a
- * reduce all of them, so that its other ranks can hand over MiBs and leave. */
+ * between MIN_STAGES and MAX_STAGES); an allreduce uses the first ALLREDUCE_STAGES (they stay
+ * in cache; at p = 2 only their inputs, staged.c), a reduce all of them, so that its other ranks can hand over MiBs and leave. */
 #define STAGE_BYTES (64u << 10)
 #define ALLREDUCE_STAGES 4
 #define MIN_STAGES ALLREDUCE_STAGES

@@ -18,11 +18,10 @@
  * From 4 MiB the copy out streams past the caches (copy_out), so that memory sees n read and n
  * written a rank, not a third n of lines read only to be overwritten.
  *
- * An allreduce goes round the first ALLREDUCE_STAGES stages (allreduce_stages): a rank may run
- * that many chunks ahead of the slowest before it waits, so copying in, reducing and copying out
- * of neighbouring chunks overlap across ranks, and the stages stay in cache. At p = 2 it uses one
- * stage: there every chunk waits for the other rank's input anyway, so running ahead buys little,
- * and one stage's lines stay in the two cores' nearest caches. Each element is reduced with
+ * An allreduce goes round the first ALLREDUCE_STAGES stages: a rank may run that many chunks
+ * ahead of the slowest before it waits, so copying in, reducing and copying out of neighbouring
+ * chunks overlap across ranks, and the stages stay in cache. At p = 2 both ranks reduce whole
+ * chunks instead of shares (allreduce_pair). Each element is reduced with
  * recursive doubling's bracketing (mpiopt_shm_reduce_inputs), so the bits are those of the
  * window's pieces and of every other path of shared_memory. In place is safe: a rank writes a
  * chunk's output only after it has read its own input to that chunk, and nobody else reads it.
@@ -139,26 +138,53 @@ static size_t chunk_elements(size_t count, size_t extent)
     return chunk / extent ? chunk / extent : 1;     /* extent <= STAGE_BYTES: the caller's check */
 }
 
-/* How many stages an allreduce goes round. At p = 2 one: against Intel MPI 2021.15 (Xeon, 2
- * cores, MPI_FLOAT, five runs alternating the settings, Intel MPI's time / shared_memory's,
- * median) 512 KiB 1.02 with one stage, 0.96 with two, 0.92 with four; 1 MiB 1.05, 1.01, 0.98;
- * against Open MPI 4.1.4 the same within the noise. Above p = 2 not measured on a node of its own
- * cores: the four of before. */
-static int allreduce_stages(int p)
+
+/* At p = 2 both ranks reduce whole chunks: each copies its input chunk into a stage and posts it,
+ * then reduces its own input where the caller left it with the other rank's stage, straight into
+ * its output. One wait a chunk instead of three, the same lines crossing between the cores (n a
+ * rank either way), and rank 0's input on the left, as recursive doubling brackets two. The
+ * chunks go round ALLREDUCE_STAGES stages, so that a rank seldom waits to reuse one. The input is
+ * copied in with memcpy, whose full-line stores do not first fetch lines the other core read; the
+ * reduce reads the stage's copy only in place (a user op may write its output before it has read
+ * both inputs). Against the split into shares (Intel MPI 2021.15, OSU, MPI_FLOAT, forced, two
+ * runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8 against 7.4-7.9, 256 KiB with
+ * single copy off 28.5-29.6 against 58-60; under Open MPI 4.1.4 alike or faster (the table in
+ * docs/collectives.md). */
+static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                          size_t count)
 {
-    return p == 2 ? 1 : ALLREDUCE_STAGES;
+    int me = c->rank, rc = MPI_SUCCESS;
+    size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
+    for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
+        size_t m = count - at < per_chunk ? count - at : per_chunk;
+        uint64_t chunk = ++w->chunks;
+        int s = (int)(j % ALLREDUCE_STAGES);
+        stage *mine = stage_for(c, w, chunk, s);
+        const stage *theirs = &w->all_stages[1 - me][s];
+        memcpy(mine->in, mpiopt_at(c, in, at), m * extent);
+        post(&mine->in_chunk, chunk);
+        const char *own = in == out ? mine->in : mpiopt_at(c, in, at);
+        mpiopt_shm_wait(&theirs->in_chunk, chunk);
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_coll_reduce3(c, me == 0 ? own : theirs->in, me == 0 ? theirs->in : own,
+                                     mpiopt_at(c, out, at), m);
+        post(&mine->done_chunk, chunk);
+    }
+    return rc;
 }
 
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count)
 {
+    if (c->size == 2)
+        return allreduce_pair(c, w, in, out, count);
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
     fold_space f;
     /* without it this rank still takes every step, so the others finish */
     rc = make_fold(c, (per_chunk + (size_t)p - 1) / (size_t)p, &f);    /* the largest share */
     const char **inputs = f.inputs;
-    int stream = count * extent >= STREAM_FROM_BYTES, stages = allreduce_stages(p);
+    int stream = count * extent >= STREAM_FROM_BYTES, stages = ALLREDUCE_STAGES;
 
     for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
         size_t m = count - at < per_chunk ? count - at : per_chunk, first, n;
