@@ -43,7 +43,8 @@ typedef struct {
  * vector, and its share of that chunk's result. Flags hold chunk numbers, counted over calls. A
  * slot has as many stages as the node's budget for the window gives (MPIOPT_SHM_WINDOW_BYTES,
  * between MIN_STAGES and MAX_STAGES); an allreduce uses the first ALLREDUCE_STAGES (they stay
- * in cache; at p = 2 only their inputs, staged.c), a reduce all of them, so that its other ranks can hand over MiBs and leave. */
+ * in cache; at p = 2 only their inputs, staged.c), a reduce all of them, so that its other ranks
+ * can hand over MiBs and leave. */
 #define STAGE_BYTES (64u << 10)
 #define ALLREDUCE_STAGES 4
 #define MIN_STAGES ALLREDUCE_STAGES
@@ -143,7 +144,8 @@ static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
     return seen;
 }
 
-/* Copies n bytes into or out of the window's stages (staged.c). glibc's memcpy copies 8-64 KiB
+/* Copies n bytes into or out of the window's stages (staged.c; at p = 2 an allreduce copies its
+ * input in with memcpy instead, measured there). glibc's memcpy copies 8-64 KiB
  * with `rep movsb`, which is slow on lines another core holds: a reduce's non-root writing the
  * stages its root read in the call before, an allreduce reading the other rank's share of the
  * result. 16-byte loads and stores, measured at p = 2 with Open MPI 4.1.4:
@@ -174,7 +176,8 @@ static inline void mpiopt_shm_copy(void *dst, const void *src, size_t n)
 }
 
 /* The p inputs (in[r]: rank r's) reduced into buf with recursive doubling's bracketing
- * (node_window.c; the shared_memory algorithm, staged.c and single_copy.c use it) */
+ * (node_window.c; the shared_memory algorithm, staged.c and single_copy.c use it); f only where
+ * p > 2 (NULL at p = 2: rank 0's input op rank 1's) */
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f);
 

@@ -138,17 +138,16 @@ static size_t chunk_elements(size_t count, size_t extent)
     return chunk / extent ? chunk / extent : 1;     /* extent <= STAGE_BYTES: the caller's check */
 }
 
-
 /* At p = 2 both ranks reduce whole chunks: each copies its input chunk into a stage and posts it,
  * then reduces its own input where the caller left it with the other rank's stage, straight into
  * its output. One wait a chunk instead of three, the same lines crossing between the cores (n a
- * rank either way), and rank 0's input on the left, as recursive doubling brackets two. The
- * chunks go round ALLREDUCE_STAGES stages, so that a rank seldom waits to reuse one. The input is
- * copied in with memcpy, whose full-line stores do not first fetch lines the other core read; the
- * reduce reads the stage's copy only in place (a user op may write its output before it has read
- * both inputs). Against the split into shares (Intel MPI 2021.15, OSU, MPI_FLOAT, forced, two
- * runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8 against 7.4-7.9, 256 KiB with
- * single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike (the table in
+ * rank either way), and the bracketing of every path of shared_memory (mpiopt_shm_reduce_inputs).
+ * The chunks go round ALLREDUCE_STAGES stages, so that a rank seldom waits to reuse one. The
+ * input is copied in with memcpy, whose full-line stores do not first fetch lines the other core
+ * read; the reduce reads the stage's copy only in place (a user op may write its output before it
+ * has read both inputs). Against the split into shares (Intel MPI 2021.15, OSU, MPI_FLOAT,
+ * forced, two runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8 against 7.4-7.9,
+ * 256 KiB with single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike (the table in
  * docs/collectives.md). */
 static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                           size_t count)
@@ -163,11 +162,12 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
         const stage *theirs = &w->all_stages[1 - me][s];
         memcpy(mine->in, mpiopt_at(c, in, at), m * extent);
         post(&mine->in_chunk, chunk);
-        const char *own = in == out ? mine->in : mpiopt_at(c, in, at);
+        const char *inputs[2];
+        inputs[me] = in == out ? mine->in : mpiopt_at(c, in, at);
+        inputs[1 - me] = theirs->in;
         mpiopt_shm_wait(&theirs->in_chunk, chunk);
         if (rc == MPI_SUCCESS)
-            rc = mpiopt_coll_reduce3(c, me == 0 ? own : theirs->in, me == 0 ? theirs->in : own,
-                                     mpiopt_at(c, out, at), m);
+            rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, NULL);
         post(&mine->done_chunk, chunk);
     }
     return rc;
