@@ -32,9 +32,8 @@
  * Allreduces of 64 KiB and up (at p = 2, 181 KiB) read the other ranks' buffers where they are
  * instead, where the ranks may (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). What a rank saw
  * of the others when it last looked tells it how many calls it may go on without looking again:
- * the header of a
- * buffer is on the line with its first 48 bytes, and a call of up to 48 bytes moves one cache
- * line per rank, not three.
+ * the header of a buffer is on the line with its first 48 bytes, and a call of up to 48 bytes
+ * moves one cache line per rank, not three.
  *
  * At p = 2 an allreduce of up to LINES_MAX_BYTES goes through a buffer as numbered lines instead
  * (exchange_lines): the other rank reads each line as soon as it is there.
@@ -66,17 +65,6 @@
  * (fewer buffers than the ring has: the root may still be reading the last of the call before);
  * larger reduces go through the stages (staged.c), whose pieces were measured from here */
 #define SMALL_RING_BYTES (3 * BUFFER_BYTES)
-/* allreduces of this size and up read the other ranks' buffers where they are (single_copy.c),
- * where the ranks can: below, its three waits and a system call per chunk cost more than the
- * window's second copy */
-#define DIRECT_FROM_BYTES (64u << 10)
-/* ... and at p = 2 from this size (the geometric mean of 128 and 256 KiB): below, the stages'
- * whole chunks, one wait each (staged.c), are faster. Shared_memory forced, OSU, MPI_FLOAT, two
- * runs each, stages against single copy: Intel MPI 2021.15 64 KiB 7.2-7.4 us against 11.8-12.5,
- * 128 KiB 14.2-14.6 against 21.6, 256 KiB 28-30 against 25.4-25.5, 512 KiB 57-58 against
- * 48-50; Open MPI 4.1.4 and MPICH 4.0.2 alike (64 KiB 7.6-8.1 against 12.0-12.5, 256 KiB 30-31
- * against 25-26). */
-#define PAIR_DIRECT_FROM_BYTES 185364u
 /* allreduces larger than a buffer go through the stages (staged.c): at p = 2 against
  * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
@@ -316,9 +304,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     *done = 1;
     const char *in = c->src ? c->src : buf;
     if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
-        int direct = w->direct && bytes >= DIRECT_FROM_BYTES;
-        if ((!direct || (c->size == 2 && bytes < PAIR_DIRECT_FROM_BYTES)) &&
-            mpiopt_node_window_stages(c, w))
+        int direct = w->direct ? mpiopt_shm_direct_pays(c, bytes) : 0;
+        if (direct < 2 && mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
         if (direct)     /* and where the stages are not to be had (the node's budget) */
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);

@@ -203,6 +203,9 @@ int mpiopt_shm_scan_fold(const mpiopt_coll *c, mpiopt_shm_lower_input lower_inpu
  * barrier), then whether every rank can read every other (collective, after it) */
 void mpiopt_shm_direct_prepare(node_window *w);
 int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w);
+/* Whether reading the other ranks' buffers pays for an allreduce of `bytes` (w->direct set):
+ * 2 over every other way, 1 only over the window's pieces (the stages are faster), 0 not */
+int mpiopt_shm_direct_pays(const mpiopt_coll *c, size_t bytes);
 /* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
 int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);

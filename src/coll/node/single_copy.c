@@ -48,6 +48,23 @@
 
 static const uint64_t probe_word = 0x6d70696f70742121ull;   /* what the probe must read */
 
+/* Allreduces of this size and up are read where they are, where the ranks can: below, three
+ * waits and a system call per chunk cost more than the window's second copy ... */
+#define DIRECT_FROM_BYTES (64u << 10)
+/* ... but at p = 2 the stages' whole chunks (staged.c) are faster still up to 128 KiB
+ * (shared_memory forced, OSU, MPI_FLOAT, two runs each, stages against single copy: Intel MPI
+ * 2021.15 64 KiB 7.2-7.4 us against 11.8-12.5, 128 KiB 14.2-14.6 against 21.6, 256 KiB 28-30
+ * against 25.4-25.5, 512 KiB 57-58 against 48-50; Open MPI 4.1.4 and MPICH 4.0.2 alike), so
+ * there single copy is first choice from the geometric mean of 128 and 256 KiB. */
+#define PAIR_DIRECT_FROM_BYTES 185364u
+
+int mpiopt_shm_direct_pays(const mpiopt_coll *c, size_t bytes)
+{
+    if (bytes < DIRECT_FROM_BYTES)
+        return 0;
+    return c->size == 2 && bytes < PAIR_DIRECT_FROM_BYTES ? 1 : 2;
+}
+
 /* n bytes between `local` and `remote` in process pid: into local (write 0) or out of it. */
 static int cross_copy(int64_t pid, void *local, void *remote, size_t n, int write)
 {
