@@ -145,10 +145,10 @@ static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
 }
 
 /* Copies n bytes into or out of the window's stages (staged.c; at p = 2 an allreduce copies its
- * input in with memcpy instead, measured there). glibc's memcpy copies 8-64 KiB
- * with `rep movsb`, which is slow on lines another core holds: a reduce's non-root writing the
- * stages its root read in the call before, an allreduce reading the other rank's share of the
- * result. 16-byte loads and stores, measured at p = 2 with Open MPI 4.1.4:
+ * input in with memcpy instead, measured there). glibc's memcpy copies 8-64 KiB with `rep movsb`,
+ * which is slow on lines another core holds: a reduce's non-root writing the stages its root
+ * read in the call before, an allreduce reading the other rank's share of the result. 16-byte
+ * loads and stores, measured at p = 2 with Open MPI 4.1.4:
  * - a reduce of 128 KiB: the non-root took 9.9-10.0 us against 13.3;
  * - an allreduce: the vendor's time / shared_memory's went from 1.29, 1.16, 1.15, 1.24 to 1.49,
  *   1.34, 1.32, 1.36 at 128 KiB, 256 KiB, 512 KiB and 1 MiB (four alternating runs, median).

@@ -144,13 +144,12 @@ static size_t chunk_elements(size_t count, size_t extent)
  * its output. One wait a chunk instead of three, the same lines crossing between the cores (n a
  * rank either way), and the bracketing of every path of shared_memory (mpiopt_shm_reduce_inputs).
  * The chunks go round ALLREDUCE_STAGES stages, on from call to call, so that a rank seldom waits
- * to reuse one. The
- * input is copied in with memcpy, whose full-line stores do not first fetch lines the other core
- * read; the reduce reads the stage's copy only in place (a user op may write its output before it
- * has read both inputs). Against the split into shares (Intel MPI 2021.15, OSU, MPI_FLOAT,
- * forced, two runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8 against 7.4-7.9,
- * 256 KiB with single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike (the table in
- * docs/collectives.md). */
+ * to reuse one. The input is copied in with memcpy, whose full-line stores do not first fetch
+ * lines the other core read; the reduce reads the stage's copy only in place (a user op may write
+ * its output before it has read both inputs). Against the split into shares (Intel MPI 2021.15,
+ * OSU, MPI_FLOAT, forced, two runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8
+ * against 7.4-7.9, 256 KiB with single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike
+ * (the table in docs/collectives.md). */
 static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                           size_t count)
 {
