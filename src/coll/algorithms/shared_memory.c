@@ -70,8 +70,11 @@
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
 /* At p = 2, allreduces up to this size go through a buffer as lines that each carry their call's
- * number (exchange_lines): set from measurements, see there */
-#define LINES_MAX_BYTES 2048
+ * number (exchange_lines; measured there): 74 lines, 4.6 KiB of the buffer's 8 */
+#define LINES_MAX_BYTES 4096
+/* Calls of more lines wait for their last line (stored after the others) before reading any, so
+ * that the lines travel together, not one after the other (exchange_lines) */
+#define LINES_EACH_MAX 8
 /* A line: LINE_PAYLOAD bytes of input, then the call's number */
 #define LINE_PAYLOAD 56
 _Static_assert((LINES_MAX_BYTES + LINE_PAYLOAD - 1) / LINE_PAYLOAD * 64 + 64 <= sizeof(buffer),
@@ -230,9 +233,8 @@ static int usable_window(const mpiopt_coll *c, node_window **w)
  * data may hold any number; every rank makes the same calls, so each knows): else the reader
  * waits for the header first. Against the header alone (the table in docs/collectives.md):
  * faster up to 1.75 KiB under Open MPI 4.1.4 and Intel MPI 2021.15 (256 B 0.28 against 0.39
- * us), alike at 2 KiB; above, faster under Open MPI and slower at 2.5-3.5 KiB under Intel MPI,
- * for reasons not found. Whole lines are copied with a constant length, inline: a call to
- * memcpy a line took 1 KiB under Intel MPI from 0.54 to 0.62-0.65 us. */
+ * us); to 4 KiB once a call of many lines waited for its last first. Whole lines are copied
+ * with a constant length, inline (a call to memcpy a line: 1 KiB 0.62-0.65 against 0.54 us). */
 static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const void *in,
                           void *out, size_t count)
 {
@@ -263,6 +265,8 @@ static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const v
     publish(w, call);
     if (!numbered)
         mpiopt_shm_wait(&their_buffer->call, call);
+    if (lines > LINES_EACH_MAX)     /* the last line first: the others are there with it */
+        mpiopt_shm_wait((const uint64_t *)(theirs + (lines - 1) * 64 + LINE_PAYLOAD), call);
     for (at = 0; at < bytes; at += LINE_PAYLOAD, theirs += 64) {
         mpiopt_shm_wait((const uint64_t *)(theirs + LINE_PAYLOAD), call);
         memcpy(got + at, theirs, LINE_PAYLOAD);

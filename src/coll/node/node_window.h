@@ -104,6 +104,8 @@ struct mpiopt_node_window {
     stage *my_stages;
     stage **all_stages;             /* every rank's stages, mapped here */
     uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
+    size_t stages_warm;             /* bytes of each allreduce stage in this rank's cache
+                                     * (staged.c's allreduce_pair) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
