@@ -54,6 +54,8 @@ typedef struct {
     _Alignas(64) uint64_t out_chunk;    /* the chunk whose share of the result is in `out` */
     _Alignas(64) uint64_t done_chunk;   /* the last chunk this rank holds whole: it reads no
                                          * other rank's stage for it any more */
+    _Alignas(64) uint64_t in_half;      /* p = 2 allreduce (staged.c): 2 * chunk - 1 once the
+                                         * first half of its input is in `in`, 2 * chunk both */
     _Alignas(64) char in[STAGE_BYTES];
     _Alignas(64) char out[STAGE_BYTES];
 } stage;
