@@ -318,6 +318,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         mpiopt_node_window_stages(c, w))
         return mpiopt_shm_staged_reduce(c, w, in, buf, count, root);
     ring *g = &w->small;
+    mpiopt_node_window_warm_ring(c, w, 64 + (bytes / LINE_PAYLOAD + 1) * 64);   /* lines or data */
     if (root < 0 && c->size == 2 && bytes <= LINES_MAX_BYTES)
         return exchange_lines(c, w, g, in, buf, count);
     fold_space f = {NULL, NULL, NULL};

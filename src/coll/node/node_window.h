@@ -106,6 +106,7 @@ struct mpiopt_node_window {
     stage *my_stages;
     stage **all_stages;             /* every rank's stages, mapped here */
     uint64_t chunks;                /* the chunks through the stages so far (staged.c) */
+    size_t ring_warm;               /* bytes of each ring buffer asked into cache so far */
     size_t stages_warm;             /* bytes of each allreduce stage in this rank's cache
                                      * (staged.c's allreduce_pair) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
@@ -119,6 +120,9 @@ typedef mpiopt_node_window node_window;
  * the ranks do not share a node or the budget or /dev/shm has no room: the caller takes another
  * algorithm. */
 int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out);
+/* Asks for the first `reach` bytes of every buffer of the ring in cache (this rank's for writing,
+ * the others' for reading) where a call reaches further than any before (node_window.c). */
+void mpiopt_node_window_warm_ring(const mpiopt_coll *c, node_window *w, size_t reach);
 /* Whether w has stages, made at the first call that asks (collective: every rank asks at the same
  * call); without them large calls go through the slots' buffers in pieces. */
 int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w);
