@@ -406,9 +406,11 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     /* the allreduce's stages, which it goes round from call to call (staged.c); a reduce starts
      * at the first stage every call, so it pays its faults once (the rest stay unmapped here, and
      * out of this rank's resident set, until a call needs them) */
+    uint64_t mapped = c->size == 2 ? PAIR_ALLREDUCE_STAGES : ALLREDUCE_STAGES;
+    mapped = mapped < w->stages ? mapped : w->stages;
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
-            map_here(w->all_stages[r], ALLREDUCE_STAGES * sizeof(stage));
+            map_here(w->all_stages[r], mapped * sizeof(stage));
     pthread_mutex_lock(&live_lock);
     held_here += bytes;
     stages_here += bytes;

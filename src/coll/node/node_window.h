@@ -47,6 +47,8 @@ typedef struct {
  * can hand over MiBs and leave. */
 #define STAGE_BYTES (64u << 10)
 #define ALLREDUCE_STAGES 4
+/* at p = 2 an allreduce's chunks of up to 16 KiB go round up to this many (staged.c) */
+#define PAIR_ALLREDUCE_STAGES 8
 #define MIN_STAGES ALLREDUCE_STAGES
 #define MAX_STAGES 256
 typedef struct {

@@ -139,6 +139,21 @@ static size_t chunk_elements(size_t count, size_t extent)
     return chunk / extent ? chunk / extent : 1;     /* extent <= STAGE_BYTES: the caller's check */
 }
 
+/* The stages an allreduce at p = 2 goes round: ROTATION_BYTES of chunks, between
+ * ALLREDUCE_STAGES and PAIR_ALLREDUCE_STAGES (and what the window has). More stages gave chunks
+ * of 16 KiB lines the other core read longer ago (OSU, Intel MPI 2021.15, shared_memory forced,
+ * two runs each: 16 KiB round 4 stages 3.20-3.29 us, 8 2.69-2.77, 16 2.66-2.70), and chunks of
+ * 32-64 KiB nothing (32 KiB: 4 stages 3.89-3.97 us, 8 4.06-4.18). */
+#define ROTATION_BYTES (128u << 10)
+
+static uint64_t pair_stages(const node_window *w, size_t chunk_bytes)
+{
+    uint64_t n = ROTATION_BYTES / (chunk_bytes ? chunk_bytes : 1);
+    n = n < ALLREDUCE_STAGES ? ALLREDUCE_STAGES : n;
+    n = n > PAIR_ALLREDUCE_STAGES ? PAIR_ALLREDUCE_STAGES : n;
+    return n < w->stages ? n : w->stages;
+}
+
 /* The elements of a chunk of m in its first half: whole cache lines where elements fit them, so
  * that the other rank's reads of the first half and this rank's writes of the second share no
  * line */
@@ -171,6 +186,7 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
     int me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
     size_t reach = (count < per_chunk ? count : per_chunk) * extent;
+    uint64_t stages = pair_stages(w, reach);
     /* A call that reaches further into the stages than any before first asks for the new part
      * of all four in cache, its own for writing and the other's for reading (prefetches: they
      * change nothing, so no wait). Else the first four calls of a larger size each fetch their
@@ -178,7 +194,7 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
      * OSU, Intel MPI 2021.15, shared_memory's trials against its steady 3.9 us at 32 KiB and 7.3
      * at 64 KiB, 6.2-8.6 and 10.1-11.4 us before, 3.6-6.0 and 6.8-9.7 after. */
     if (reach > w->stages_warm) {
-        for (int s = 0; s < ALLREDUCE_STAGES; s++)
+        for (uint64_t s = 0; s < stages; s++)
             for (size_t b = w->stages_warm & ~(size_t)63; b < reach; b += 64) {
                 __builtin_prefetch(w->my_stages[s].in + b, 1, 3);
                 __builtin_prefetch(w->all_stages[1 - me][s].in + b, 0, 3);
@@ -192,7 +208,7 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
          * that reused its stage every time took half as long again (OSU, Intel MPI 2021.15,
          * single copy off: 32 KiB 5.8-5.9 against 4.0-4.1 us, 64 KiB 11.2-11.6 against 7.3-7.5;
          * perf: the time went to the copy in) */
-        int s = (int)(chunk % ALLREDUCE_STAGES);
+        int s = (int)(chunk % stages);
         stage *mine = stage_for(c, w, chunk, s);
         const stage *theirs = &w->all_stages[1 - me][s];
         size_t first = first_half(m, extent);
