@@ -222,20 +222,13 @@ static void map_here(const void *start, size_t bytes)
  * for them once (prefetches change nothing, so nobody waits) keeps that out of the first sixteen
  * calls of each new size, which are auto's trial calls (measured.c): OSU, Intel MPI 2021.15,
  * shared_memory's trials at 4 KiB 1.2-1.7 us against its steady 1.06-1.11. */
-void mpiopt_node_window_warm_ring(const mpiopt_coll *c, node_window *w, size_t reach)
+void mpiopt_node_window_warm_ring_to(const mpiopt_coll *c, node_window *w, size_t reach)
 {
     reach = reach < sizeof(buffer) ? reach : sizeof(buffer);
-    if (reach <= w->ring_warm)
-        return;
     for (int b = 0; b < SMALL_BUFFERS; b++)
-        for (size_t at = w->ring_warm & ~(size_t)63; at < reach; at += 64)
-            for (int r = 0; r < c->size; r++) {
-                const char *line = (const char *)&w->all[r]->small[b] + at;
-                if (r == c->rank)
-                    __builtin_prefetch(line, 1, 3);
-                else
-                    __builtin_prefetch(line, 0, 3);
-            }
+        for (int r = 0; r < c->size; r++)
+            mpiopt_shm_warm((const char *)&w->all[r]->small[b], w->ring_warm, reach,
+                            r == c->rank);
     w->ring_warm = reach;
 }
 

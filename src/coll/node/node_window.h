@@ -123,8 +123,15 @@ typedef mpiopt_node_window node_window;
  * algorithm. */
 int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out);
 /* Asks for the first `reach` bytes of every buffer of the ring in cache (this rank's for writing,
- * the others' for reading) where a call reaches further than any before (node_window.c). */
-void mpiopt_node_window_warm_ring(const mpiopt_coll *c, node_window *w, size_t reach);
+ * the others' for reading) where a call reaches further than any before (node_window.c); on
+ * every small call, so the common case is one compare here. */
+void mpiopt_node_window_warm_ring_to(const mpiopt_coll *c, node_window *w, size_t reach);
+static inline void mpiopt_node_window_warm_ring(const mpiopt_coll *c, node_window *w,
+                                                size_t reach)
+{
+    if (reach > w->ring_warm && w->ring_warm < sizeof(buffer))
+        mpiopt_node_window_warm_ring_to(c, w, reach);
+}
 /* Whether w has stages, made at the first call that asks (collective: every rank asks at the same
  * call); without them large calls go through the slots' buffers in pieces. */
 int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w);
@@ -152,6 +159,19 @@ static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
         }
     }
     return seen;
+}
+
+/* Asks for bytes [from, to) of p in cache, whole lines, to write (this rank's own) or to read:
+ * hints that change nothing, so nobody waits for them (the ring's buffers and the stages, when a
+ * call first reaches further into them than any before) */
+static inline void mpiopt_shm_warm(const char *p, size_t from, size_t to, int write)
+{
+    for (size_t at = from & ~(size_t)63; at < to; at += 64) {
+        if (write)
+            __builtin_prefetch(p + at, 1, 3);
+        else
+            __builtin_prefetch(p + at, 0, 3);
+    }
 }
 
 /* Copies n bytes into or out of the window's stages (staged.c; at p = 2 an allreduce copies its

@@ -168,7 +168,7 @@ static size_t first_half(size_t m, size_t extent)
  * then reduces its own input where the caller left it with the other rank's stage, straight into
  * its output. One wait a chunk instead of three, the same lines crossing between the cores (n a
  * rank either way), and the bracketing of every path of shared_memory (mpiopt_shm_reduce_inputs).
- * The chunks go round ALLREDUCE_STAGES stages, on from call to call, so that a rank seldom waits
+ * The chunks go round the stages (pair_stages), on from call to call, so that a rank seldom waits
  * to reuse one. A chunk goes in two halves, each posted once it is in: the other rank reduces the
  * first while this one still copies the second (OSU, shared_memory forced, two runs each, the
  * whole chunk against halves: Intel MPI 2021.15 16 KiB 3.54 against 3.21-3.23 us, 32 KiB 4.02-4.03
@@ -188,17 +188,16 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
     size_t reach = (count < per_chunk ? count : per_chunk) * extent;
     uint64_t stages = pair_stages(w, reach);
     /* A call that reaches further into the stages than any before first asks for the new part
-     * of all four in cache, its own for writing and the other's for reading (prefetches: they
-     * change nothing, so no wait). Else the first four calls of a larger size each fetch their
-     * lines from memory, and auto's few trial calls (measured.c) time that, not the size's cost:
-     * OSU, Intel MPI 2021.15, shared_memory's trials against its steady 3.9 us at 32 KiB and 7.3
-     * at 64 KiB, 6.2-8.6 and 10.1-11.4 us before, 3.6-6.0 and 6.8-9.7 after. */
+     * of the stages it goes round in cache, its own to write and the other's to read. Else the
+     * first calls of a larger size each fetch their lines from memory, and auto's few trial
+     * calls (measured.c) time that, not the size's cost: OSU, Intel MPI 2021.15, shared_memory's
+     * trials against its steady 3.9 us at 32 KiB and 7.3 at 64 KiB, 6.2-8.6 and 10.1-11.4 us
+     * before, 3.6-6.0 and 6.8-9.7 after. */
     if (reach > w->stages_warm) {
-        for (uint64_t s = 0; s < stages; s++)
-            for (size_t b = w->stages_warm & ~(size_t)63; b < reach; b += 64) {
-                __builtin_prefetch(w->my_stages[s].in + b, 1, 3);
-                __builtin_prefetch(w->all_stages[1 - me][s].in + b, 0, 3);
-            }
+        for (uint64_t s = 0; s < stages; s++) {
+            mpiopt_shm_warm(w->my_stages[s].in, w->stages_warm, reach, 1);
+            mpiopt_shm_warm(w->all_stages[1 - me][s].in, w->stages_warm, reach, 0);
+        }
         w->stages_warm = reach;
     }
     for (size_t at = 0; at < count; at += per_chunk) {
