@@ -268,8 +268,8 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=50,
                    help="warm-up iterations up to 8 KiB (default 50: auto's first 48 calls of a size "
                    "from 2 KiB are its trials, docs/collectives.md)")
-    p.add_argument("--warmup-large", type=int, default=12,
-                   help="warm-up iterations above 8 KiB (default 12: auto's first 12 calls "
+    p.add_argument("--warmup-large", type=int, default=24,
+                   help="warm-up iterations above 8 KiB (default 24: auto's first 24 calls "
                    "of a size are its trials, docs/collectives.md)")
     p.add_argument("--type", default="double", help="element type: double (default), float, int, char, ...")
     p.add_argument("--op", default="sum", choices=["sum", "prod", "max", "min"], help="reduction op (default sum)")

@@ -396,9 +396,9 @@ int mpiopt_node_window_stages(const mpiopt_coll *c, node_window *w)
     uint64_t made;
     if (agree_min(c, rc == MPI_SUCCESS, &made) != MPI_SUCCESS || !made)
         return no_stages(c, w, MPIOPT_NODE_ALLOC_FAILED);
-    /* the allreduce's stages, which it goes round from call to call (staged.c); a reduce starts
-     * at the first stage every call, so it pays its faults once (the rest stay unmapped here, and
-     * out of this rank's resident set, until a call needs them) */
+    /* the allreduce's stages, which it goes round from call to call (staged.c); a reduce goes
+     * round 256 KiB of chunks, so it pays its faults in its first few calls (the rest stay
+     * unmapped here, and out of this rank's resident set, until a call needs them) */
     uint64_t mapped = c->size == 2 ? PAIR_ALLREDUCE_STAGES : ALLREDUCE_STAGES;
     mapped = mapped < w->stages ? mapped : w->stages;
     for (int r = 0; r < c->size; r++)

@@ -31,12 +31,12 @@
  * an eighth of the call from 8 KiB to a stage (chunk_elements): the other
  * ranks copy each chunk whole into a stage, post it, and are done with it (they read nobody's
  * stage), so they return as soon as their last chunk is in, while the root still reduces (up to
- * the stages' total, 4 MiB a rank at p = 2 by default). Every call starts at the first stage,
- * so a reduce that fits uses the same memory each time: the root reads lines just written by the
- * neighbouring core from the shared cache, where a ring going on through the window (the deep
- * ring of before) landed every call in lines gone cold. At p = 2, Open MPI 4.1.4, MPI_FLOAT,
+ * the stages' total, 4 MiB a rank at p = 2 by default). The chunks go round 256 KiB of stages
+ * (reduce_stages), on from call to call: few enough that the root reads lines just written by
+ * the neighbouring core from the shared cache, where a ring through all of the window (the deep
+ * ring of before) landed every call in lines gone cold (at p = 2, Open MPI 4.1.4, MPI_FLOAT,
  * median of three runs, OSU's figure: 512 KiB 41-46 against 94 us, 1 MiB 83-93 against 131,
- * 4 MiB 612-811 against 983.
+ * 4 MiB 612-811 against 983); enough that a non-root seldom writes lines the root still holds.
  *
  * A scan or exscan goes the same way as a reduce, in the reduce's chunks and through all of the
  * stages: every rank but the last copies its input chunk into a stage and posts it, and rank r
@@ -285,16 +285,35 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
     return rc;
 }
 
+/* The stages a reduce goes round: REDUCE_ROTATION_BYTES of chunks, at least the call's chunks
+ * (none is reused within a call) and no more than the window has. Starting every call at the
+ * first stage had the non-root write lines its root read in the call before, which it must first
+ * take back from the root's cache: at p = 2 (OSU, shared_memory forced, two runs each, us) Open
+ * MPI 4.1.4 32 KiB 4.6 against 3.1-3.4, 64 KiB 8.4 against 5.7-6.0, 128 KiB 11.4 against 9.7-10.1;
+ * Intel MPI 2021.15 128 KiB going round 128 KiB of chunks 14.1-14.4, 256 KiB 11.7-12.5, 1 MiB
+ * 11.2-12.6; 512 KiB-1 MiB alike round 256 KiB and 1 MiB, and 15 % slower round all the stages
+ * (4 MiB), whose lines have left the caches by the time they come round. */
+#define REDUCE_ROTATION_BYTES (256u << 10)
+
+static uint64_t reduce_stages(const node_window *w, size_t count, size_t per_chunk, size_t extent)
+{
+    uint64_t calls_chunks = (count + per_chunk - 1) / per_chunk;
+    uint64_t n = REDUCE_ROTATION_BYTES / (per_chunk * extent);
+    n = n < calls_chunks ? calls_chunks : n;
+    return n < w->stages ? n : w->stages;
+}
+
 int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                              size_t count, int root)
 {
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = chunk_elements(count, extent);
+    uint64_t stages = reduce_stages(w, count, per_chunk, extent);
     if (me != root) {
-        for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
+        for (size_t at = 0; at < count; at += per_chunk) {
             size_t m = count - at < per_chunk ? count - at : per_chunk;
             uint64_t chunk = ++w->chunks;
-            stage *mine = stage_for(c, w, chunk, (int)(j % w->stages));
+            stage *mine = stage_for(c, w, chunk, (int)(chunk % stages));
             mpiopt_shm_copy(mine->in, mpiopt_at(c, in, at), m * extent);
             post(&mine->in_chunk, chunk);
             post(&mine->done_chunk, chunk);     /* it reads no other rank's stage */
@@ -304,10 +323,10 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
     fold_space f;
     rc = make_fold(c, per_chunk, &f);
     const char **inputs = f.inputs;
-    for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
+    for (size_t at = 0; at < count; at += per_chunk) {
         size_t m = count - at < per_chunk ? count - at : per_chunk;
         uint64_t chunk = ++w->chunks;
-        int s = (int)(j % w->stages);
+        int s = (int)(chunk % stages);
         stage *mine = stage_for(c, w, chunk, s);
         const char *own = mpiopt_at(c, in, at);
         if (in == out) {    /* a user op may write its output before it has read both inputs */

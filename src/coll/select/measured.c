@@ -17,9 +17,9 @@
  * same call. Nonblocking and persistent calls never measure: they
  * keep the rows' choice (their schedules are made of messages anyway).
  *
- * What it costs: 48 calls a class up to 8 KiB, 12 above. OSU warms up with 200 calls up to 8 KiB,
- * so none of its timed calls there is a trial; above, with its default of 10, two of its 100 are
- * (mpiopt bench allreduce warms up with 12). After that a call costs nothing more: the
+ * What it costs: 48 calls a class up to 8 KiB, 24 above. OSU warms up with 200 calls up to 8 KiB,
+ * so none of its timed calls there is a trial; above, with its default of 10, 14 of its 100 are
+ * (mpiopt bench allreduce warms up with 24). After that a call costs nothing more: the
  * plan cache (plan_cache.c) remembers the decided algorithm. A tuning file, MPIOPT_ALLREDUCE or
  * MPIOPT_MEASURE=0 turns it off. */
 #include <stdio.h>
@@ -43,11 +43,14 @@
  * Taking turns call by call instead measured shared_memory half as fast again as it runs alone
  * at 4-8 KiB, and chose another algorithm there.
  * Up to 8 KiB OSU warms up with 200 calls: two passes of blocks of six, so that a stall of the
- * machine that spans one block leaves the candidate its other; above, where a call costs more,
- * one pass of blocks of three. */
+ * machine that spans one block leaves the candidate its other; above, one pass of blocks of six.
+ * Blocks of three there (two timed calls) timed shared_memory's first calls of a size, which are
+ * slow one in two (3.6 or 5.0 us at 32 KiB, cause not found), and chose the vendor where
+ * shared_memory beats it 1.2-1.3x: OSU, Intel MPI 2021.15, shared_memory's trials at 32 KiB 6.1
+ * us and 64 KiB 11.0 against 3.9-4.2 and 6.9-7.2 with blocks of six (steady 3.7 and 7.1). */
 #define SMALL_PASSES 2
 #define SMALL_BLOCK 6
-#define LARGE_BLOCK 3
+#define LARGE_BLOCK 6
 /* a candidate's timed calls: its blocks' less their first (the small classes have the most) */
 #define MAX_TIMED (SMALL_PASSES * (SMALL_BLOCK - 1))
 #define SMALL_LAST_CLASS 13     /* (4 KiB, 8 KiB] */
