@@ -5,42 +5,37 @@
  * publishes the call's number in that buffer's header, waits until every rank has published it,
  * and then reduces the p inputs itself, the same operands in the same order on every rank:
  * recursive doubling's (so every rank holds the same bits, those of recursive doubling, and a
- * non-commutative op sees rank order). No message, no
- * matching: one copy in and p cache lines read per rank.
+ * non-commutative op sees rank order). No message, no matching: one copy in, p lines read a rank.
  *
  *   one copy of n bytes in, p cache lines read, p*n*gamma (every rank reduces all p inputs)
  *
  * A reduce is the same with only the root waiting and reducing, from its own input where the
  * caller left it: the others copy, publish and return. The root publishes when it has read.
  *
- * A larger allreduce piece (SCATTER_FROM_BYTES and up, p > 2) is reduce-scattered instead: each rank
- * reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its slot,
- * publishes that, and then every rank copies the p shares into its output. Each rank computes
- * 1/p of the piece instead of all of it, and the shares' cache lines travel once:
+ * A larger allreduce piece (SCATTER_FROM_BYTES and up, p > 2) is reduce-scattered instead: each
+ * rank reduces only its share (1/p) of the piece from the p inputs, into a result buffer of its
+ * slot, publishes that, and then every rank copies the p shares into its output. Each rank
+ * computes 1/p of the piece instead of all of it, and the shares' cache lines travel once (each
+ * element still reduced with recursive doubling's bracketing, so the bits do not change):
  *
  *   one copy of n bytes in, n bytes read to reduce, n bytes gathered, (p-1)/p*n*gamma
  *
- * Each element is still reduced with recursive doubling's bracketing, so the bits do not change.
- *
  * Each slot holds a ring of sixteen input buffers for small calls (node_window.h). A rank publishes
  * call k of the ring only after it has read every input of call k - 1, so a rank may write call
- * k's input once every rank has published k - buffers + 1. Allreduces larger than a buffer and
- * reduces larger than three go through the slot's stages instead (staged.c): as many as the
- * node's budget for the window allows (MPIOPT_SHM_WINDOW_BYTES, default 16 MiB a node, divided
- * among its ranks; at least 4), so that a reduce's other ranks hand over up to all of them (4 MiB
- * at p = 2) and return while the root is still reducing, as a program's non-root ranks want.
- * Allreduces of 64 KiB and up (at p = 2, 181 KiB) read the other ranks' buffers where they are
- * instead, where the ranks may (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). What a rank saw
- * of the others when it last looked tells it how many calls it may go on without looking again:
- * the header of a buffer is on the line with its first 48 bytes, and a call of up to 48 bytes
- * moves one cache line per rank, not three.
+ * k's input once every rank has published k - buffers + 1. What a rank saw of the others when it
+ * last looked tells it how many calls it may go on without looking again: the header of a buffer
+ * is on the line with its first 48 bytes, and a call of up to 48 bytes moves one cache line per
+ * rank, not three. At p = 2 an allreduce of up to LINES_MAX_BYTES goes through a buffer as
+ * numbered lines instead (exchange_lines): the other rank reads each line as soon as it is there.
  *
- * At p = 2 an allreduce of up to LINES_MAX_BYTES goes through a buffer as numbered lines instead
- * (exchange_lines): the other rank reads each line as soon as it is there.
- *
- * A message larger than a buffer goes in pieces of a buffer each, every piece a call of its own
- * (exchange): the copying ranks run ahead while the reducing ones reduce, and the inputs are read
- * once, from cache. At p = 2 that beat both vendors' reduce at every size up to 4 MiB.
+ * Allreduces larger than a buffer (at p = 2, than the lines) and reduces larger than three go
+ * through the stages (staged.c): as many as the node's budget for the window allows
+ * (MPIOPT_SHM_WINDOW_BYTES, divided among its ranks; at least 4), so that a reduce's other ranks
+ * hand over up to all of them (4 MiB at p = 2) and return while the root is still reducing, as a
+ * program's non-root ranks want. Allreduces of 64 KiB and up (at p = 2, 181 KiB) read the other
+ * ranks' buffers where they are instead, where the ranks may (single_copy.c;
+ * MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger message goes in
+ * pieces of a buffer each, every piece a call of its own (exchange).
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
  * from facts all ranks share; the same bits, see mpiopt_shm_reduce_inputs) when the ranks do
@@ -69,6 +64,10 @@
  * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
  * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
+/* ... at p = 2 those above the lines': at 8 KiB two halves of a stage beat a ring piece (OSU, three
+ * alternating runs, us: Intel MPI 1.84-1.86 against 1.95-2.02, Open MPI 4.1.4 1.71-1.73 against
+ * 1.86-1.92, MPICH 4.0.2 1.70-1.74 against 1.86-1.99) */
+#define PAIR_STAGED_FROM_BYTES (LINES_MAX_BYTES + 1)
 /* At p = 2, allreduces up to this size go through a buffer as lines that each carry their call's
  * number (exchange_lines; measured there): 74 lines, 4.6 KiB of the buffer's 8 */
 #define LINES_MAX_BYTES 4096
@@ -307,7 +306,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
-    if (root < 0 && bytes >= STAGED_FROM_BYTES && c->extent <= STAGE_BYTES) {
+    if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
+        c->extent <= STAGE_BYTES) {
         int direct = w->direct ? mpiopt_shm_direct_pays(c, bytes) : 0;
         if (direct < 2 && mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);

@@ -289,7 +289,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
  * (none is reused within a call) and no more than the window has. Starting every call at the
  * first stage had the non-root write lines its root read in the call before, which it must first
  * take back from the root's cache: at p = 2 (OSU, shared_memory forced, two runs each, us) Open
- * MPI 4.1.4 32 KiB 4.6 against 3.1-3.4, 64 KiB 8.4 against 5.7-6.0, 128 KiB 11.4 against 9.7-10.1;
+ * MPI 4.1.4 32 KiB 4.6 against 3.3-3.4, 64 KiB 8.4 against 5.7-6.0, 128 KiB 11.4 against 9.7-10.1;
  * Intel MPI 2021.15 128 KiB going round 128 KiB of chunks 14.1-14.4, 256 KiB 11.7-12.5, 1 MiB
  * 11.2-12.6; 512 KiB-1 MiB alike round 256 KiB and 1 MiB, and 15 % slower round all the stages
  * (4 MiB), whose lines have left the caches by the time they come round. */
