@@ -226,15 +226,18 @@ def test_shared_memory_has_the_bits_of_its_fallbacks(flavour, p, other):
 @pytest.mark.parametrize("p", [2, 3, 5])
 @pytest.mark.parametrize("window", ["default", "four stages"])
 def test_staged_paths_match_the_reference_at_every_root(flavour, p, window):
-    """shared_memory's stages (staged.c): allreduces above 8 KiB, reduces above 24 KiB (20000
-    elements of 4 and 8 bytes: 80 and 160 KiB; 65537: 256 and 512 KiB) with every root; in
-    place, non-commutative and user ops among the cases, calls of every size one after another.
-    With the smallest window (four stages a rank) a 512 KiB reduce goes round the stages twice:
-    the other ranks wait for the root to free them."""
+    """shared_memory's stages (staged.c): allreduces above 8 KiB (p = 2: 4 KiB), reduces above
+    24 KiB (20000 elements of 4 and 8 bytes: 80 and 160 KiB; 65537: 256 and 512 KiB) with every
+    root; in place, non-commutative and user ops among the cases, calls of every size one after
+    another. By default a reduce at p = 2 of 16-362 KiB is the root reading the other's input
+    (single_copy.c), in place into scratch; with the smallest window (four stages a rank, and
+    MPIOPT_SHM_SINGLE_COPY=0 so that p = 2's reduces take the stages) a 512 KiB reduce goes round
+    the stages twice: the other ranks wait for the root to free them."""
     require_build(flavour)
     env = dict(os.environ)
     if window == "four stages":
         env["MPIOPT_SHM_WINDOW_BYTES"] = "1"
+        env["MPIOPT_SHM_SINGLE_COPY"] = "0"
     r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "7000,20000,65537",
                                  "--cases", "quick", "--big-cases", "minimal", "--roots", "all"],
                     env=env)
@@ -267,7 +270,7 @@ MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("p", [2, 4])
 def test_measured_choice_keeps_the_bits_and_every_rank_agrees(flavour, p):
-    """auto's first 48 (to 8 KiB) or 12 allreduces of each size class are trials of four algorithms
+    """auto's first 48 (to 8 KiB) or 24 allreduces of each size class are trials of four algorithms
     (the vendor's only at p = 2, where it gives the same bits: one sum of two operands), then
     one is agreed on: every result, in place or not, with a nonblocking call pending, must be
     shared_memory's bits (a rank that chose differently from the others would hang or differ).

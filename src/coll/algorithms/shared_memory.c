@@ -32,16 +32,15 @@
  * through the stages (staged.c): as many as the node's budget for the window allows
  * (MPIOPT_SHM_WINDOW_BYTES, divided among its ranks; at least 4), so that a reduce's other ranks
  * hand over up to all of them (4 MiB at p = 2) and return while the root is still reducing, as a
- * program's non-root ranks want. Allreduces of 64 KiB and up (at p = 2, 181 KiB) read the other
- * ranks' buffers where they are instead, where the ranks may (single_copy.c;
- * MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger message goes in
- * pieces of a buffer each, every piece a call of its own (exchange).
+ * program's non-root ranks want. Allreduces of 64 KiB and up (at p = 2, 181 KiB) and reduces at
+ * p = 2 of 16-362 KiB read the other ranks' buffers where they are instead, where the ranks may
+ * (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger
+ * message goes in pieces of a buffer each, every piece a call of its own (exchange).
  *
- * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank,
- * from facts all ranks share; the same bits, see mpiopt_shm_reduce_inputs) when the ranks do
- * not share one node, when a nonblocking call records the algorithm (a schedule is made of
- * messages), and under SimGrid, whose ranks share one address space and are scheduled
- * cooperatively. */
+ * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank; the
+ * same bits, see mpiopt_shm_reduce_inputs) when the ranks do not share one node, when a
+ * nonblocking call records the algorithm (a schedule is made of messages), and under SimGrid
+ * (one address space, ranks scheduled cooperatively). */
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,13 +55,11 @@
  * each its half, 4 KiB 1.19-1.24 us against 1.54-1.66 and 8 KiB 1.86-2.08 against 2.08-2.35 under
  * Open MPI 4.1.4, MPICH 4.0.2 and Intel MPI 2021.15 alike. */
 #define SCATTER_FROM_BYTES 4096
-/* A reduce's other ranks hand over this much through the ring without waiting for the root
- * (fewer buffers than the ring has: the root may still be reading the last of the call before);
- * larger reduces go through the stages (staged.c), whose pieces were measured from here */
+/* A reduce's other ranks hand over this much through the ring without waiting for the root (fewer
+ * buffers than the ring has: the root may still read the call before); larger: the stages */
 #define SMALL_RING_BYTES (3 * BUFFER_BYTES)
-/* allreduces larger than a buffer go through the stages (staged.c): at p = 2 against
- * Intel MPI's shared-memory allreduce, as fast as the window's pieces up to 16 KiB and twice as
- * fast from 32 KiB, where a piece's three waits every 8 KiB add up */
+/* allreduces larger than a buffer go through the stages (staged.c): as fast as the window's pieces
+ * to 16 KiB and twice as fast from 32 KiB, where a piece's three waits every 8 KiB add up ... */
 #define STAGED_FROM_BYTES (BUFFER_BYTES + 1)
 /* ... at p = 2 those above the lines': at 8 KiB two halves of a stage beat a ring piece (OSU, three
  * alternating runs, us: Intel MPI 1.84-1.86 against 1.95-2.02, Open MPI 4.1.4 1.71-1.73 against
@@ -314,6 +311,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         if (direct)     /* and where the stages are not to be had (the node's budget) */
             return mpiopt_shm_direct_allreduce(c, w, in, buf, count);
     }
+    if (root >= 0 && w->direct && mpiopt_shm_direct_reduce_pays(c, bytes))
+        return mpiopt_shm_direct_reduce_pair(c, w, in, buf, count, root);
     if (root >= 0 && bytes > SMALL_RING_BYTES && c->extent <= STAGE_BYTES &&
         mpiopt_node_window_stages(c, w))
         return mpiopt_shm_staged_reduce(c, w, in, buf, count, root);

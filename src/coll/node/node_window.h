@@ -239,6 +239,11 @@ int mpiopt_shm_direct_pays(const mpiopt_coll *c, size_t bytes);
 /* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
 int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);
+/* Whether a reduce of `bytes` at p = 2 is the root reading the other's input (w->direct set),
+ * and that reduce */
+int mpiopt_shm_direct_reduce_pays(const mpiopt_coll *c, size_t bytes);
+int mpiopt_shm_direct_reduce_pair(const mpiopt_coll *c, node_window *w, const void *in,
+                                  void *out, size_t count, int root);
 /* An exscan at p = 2 (rank 0's input to rank 1's out), half of it read by rank 1 and half
  * written by rank 0 (w->direct set) */
 int mpiopt_shm_direct_exscan_pair(const mpiopt_coll *c, node_window *w, const void *in,

@@ -216,6 +216,58 @@ int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void
     return rc;
 }
 
+/* A reduce at p = 2 from REDUCE_DIRECT_FROM_BYTES to below REDUCE_DIRECT_TO_BYTES: the root
+ * reads the other rank's whole input into its output with one system call, posts that it has, and
+ * reduces it with its own input there; the other rank leaves once its input is read. The other
+ * rank writing half of it into the root's output meanwhile took 1.5-1.9x as long at 16-128 KiB:
+ * the root's output lines, which the root wrote last, had to cross to the writing core first.
+ * Open MPI's own reduce moves the bytes the same way (one single-copy read by the root), and the
+ * window's copy in and read out were slower at these sizes (Open MPI 4.1.4, p = 2, MPI_FLOAT,
+ * OSU, us, 16, 32, 64, 128 and 256 KiB: the window 2.1, 3.3-3.4, 5.7-6.0, 9.7-10.1, 17.1-17.4;
+ * this 1.40-1.42, 2.43-2.52, 4.25-4.49, 7.42-7.71, 14.1-14.7; Open MPI's 1.93-3.27, 2.93-3.16,
+ * 4.76-4.82, 8.12-8.37, 14.8-15.4). From 512 KiB the stages' chunks, reduced while the rest is
+ * copied in, are faster (33 us at 512 KiB and 78 at 1 MiB; one read, in a test program, 36 and
+ * 144-149). */
+#define REDUCE_DIRECT_FROM_BYTES (16u << 10)
+#define REDUCE_DIRECT_TO_BYTES 370728u     /* the geometric mean of 256 and 512 KiB */
+
+int mpiopt_shm_direct_reduce_pays(const mpiopt_coll *c, size_t bytes)
+{
+    return c->size == 2 && c->commutative && bytes >= REDUCE_DIRECT_FROM_BYTES &&
+           bytes < REDUCE_DIRECT_TO_BYTES;
+}
+
+int mpiopt_shm_direct_reduce_pair(const mpiopt_coll *c, node_window *w, const void *in,
+                                  void *out, size_t count, int root)
+{
+    int me = c->rank, rc = MPI_SUCCESS;
+    uint64_t call = post_addresses(w, in, out);
+    const direct_block *theirs = &w->all[1 - me]->direct;
+    if (me != root) {   /* its input is read once the root posts */
+        mpiopt_shm_wait(&theirs->reduced, call);
+        end_as_ring_call(w, call);
+        return MPI_SUCCESS;
+    }
+    size_t bytes = count * c->extent;
+    /* in place the root's input is its output: the other's goes to scratch */
+    char *copy = in == out ? mpiopt_scratch(bytes) : out;
+    mpiopt_shm_wait(&theirs->posted, call);
+    rc = copy ? read_remote(theirs->pid, copy, theirs->src, bytes) : MPI_ERR_NO_MEM;
+    post(&w->mine->direct.reduced, call);
+    end_as_ring_call(w, call);
+    /* rank 0's operand on the left (reduce_right swaps a commutative op's operands: it writes
+     * neither the program's input nor the scratch then) */
+    if (rc == MPI_SUCCESS && me == 0)
+        rc = copy == out ? mpiopt_coll_reduce_left(c, in, out, count)
+                         : mpiopt_coll_reduce_right(c, out, copy, count);
+    else if (rc == MPI_SUCCESS)
+        rc = copy == out ? mpiopt_coll_reduce_right(c, out, (void *)in, count)
+                         : mpiopt_coll_reduce_left(c, copy, out, count);
+    if (copy != out)
+        mpiopt_scratch_free(copy);
+    return rc;
+}
+
 /* An exscan at p = 2 is one message: rank 0's input becomes rank 1's result. A message moves it
  * by one copy on one core (the vendors' single-copy transports); here, from
  * EXSCAN_SPLIT_FROM_BYTES, both cores copy, rank 1 reading the first half of rank 0's input into

@@ -40,22 +40,13 @@
  * lets the non-root ranks go once their input is in the window. Earlier, where every rank reduced
  * every piece, recursive doubling took 32 KiB and Rabenseifner the rest.
  *
- * Open MPI's reduce at p = 2, 16-512 KiB (issue 37): the vendor's own. Its root reads the other
- * rank's send buffer with one single-copy (CMA) read, whose lines that buffer's core has not
- * written since the last call, and reduces from its own cache; nothing of mpiopt's moves those
- * bytes faster on the development machine. Measured against Open MPI 4.1.4 (interleaved, float,
- * vendor's time / mpiopt's, 2026-11-27/28): the window's stages (a copy in, the root's reduce out
- * of lines the other core has just written) 0.55-0.83; binomial (the vendor's message, mpiopt's
- * reduce) 0.85-0.99; the root reading the other's buffer itself with process_vm_readv, whole or
- * in 16-64 KiB chunks reduced as they come, 0.80-0.99 (a system call costs ~0.75 us a chunk); the
- * other rank writing half into the root's scratch while the root reads the rest, 0.78-0.99.
- * At 16 KiB (one copy-in/copy-out message) and 512 KiB the window measured faster in those
- * interleaved runs (1.0-1.3), but slower in OSU's own runs, the vendor alone against the drop-in
- * alone (osu_reduce, three alternating runs: 16 KiB 1.96-2.02 us against 1.54-1.61, 512 KiB
- * 29.4-30.3 against 25.4-27.1): interleaved, the vendor's root no longer finds the other rank's
- * send buffer in its cache.
- * Where the vendor may not take the call (a nonblocking one under Open MPI: collective_args.c)
- * the row after it, binomial, does.
+ * Open MPI's reduce at p = 2, 16-256 KiB (issue 37): its root reads the other rank's send buffer
+ * with one single-copy (CMA) read and reduces from its own cache. Until 2026-11-28 the vendor's
+ * own call took these sizes: the window's stages measured 0.55-0.83 of it, binomial 0.85-0.99.
+ * shared_memory's reduce now reads the same way at p = 2 (single_copy.c) and beat it in OSU's
+ * own runs, the vendor alone against the drop-in alone (Open MPI 4.1.4, MPI_FLOAT, three
+ * alternating runs, us: 16 KiB 1.40-1.42 against 1.93-3.27, 64 KiB 4.25-4.49 against 4.76-4.82,
+ * 256 KiB 14.1-14.7 against 14.8-15.4; 512 KiB, through the stages, 34-36 against 41-47).
  *
  * p = 4 (two ranks a core, oversubscribed): shared memory to 8 KiB (above, every rank reducing
  * everything while another waits for its core loses 1.5-3x), recursive doubling in the middle,
@@ -69,8 +60,7 @@ static const mpiopt_tuning_row default_rows_openmpi[2][8] = {
     {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, 92681, MPIOPT_ALG_RECURSIVE_DOUBLING},
      {4, TB, MPIOPT_ALG_RABENSEIFNER}},
-    {{2, 11585, MPIOPT_ALG_SHARED_MEMORY}, {2, 741455, MPIOPT_ALG_VENDOR},
-     {2, 741455, MPIOPT_ALG_BINOMIAL}, {2, TB, MPIOPT_ALG_SHARED_MEMORY},
+    {{2, TB, MPIOPT_ALG_SHARED_MEMORY},
      {4, 181, MPIOPT_ALG_VENDOR}, {4, 8192, MPIOPT_ALG_SHARED_MEMORY}, {4, TB, MPIOPT_ALG_VENDOR}},
 };
 static const mpiopt_tuning_row default_rows_mpich[2][8] = {
