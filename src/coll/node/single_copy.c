@@ -255,14 +255,10 @@ int mpiopt_shm_direct_reduce_pair(const mpiopt_coll *c, node_window *w, const vo
     rc = copy ? read_remote(theirs->pid, copy, theirs->src, bytes) : MPI_ERR_NO_MEM;
     post(&w->mine->direct.reduced, call);
     end_as_ring_call(w, call);
-    /* rank 0's operand on the left (reduce_right swaps a commutative op's operands: it writes
-     * neither the program's input nor the scratch then) */
-    if (rc == MPI_SUCCESS && me == 0)
-        rc = copy == out ? mpiopt_coll_reduce_left(c, in, out, count)
-                         : mpiopt_coll_reduce_right(c, out, copy, count);
-    else if (rc == MPI_SUCCESS)
-        rc = copy == out ? mpiopt_coll_reduce_right(c, out, (void *)in, count)
-                         : mpiopt_coll_reduce_left(c, copy, out, count);
+    /* out = the other operand op out: the op is commutative, so whichever rank's operand is on
+     * the left, the bits are those of mpiopt_coll_reduce_right (which swaps them for one) */
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_coll_reduce_left(c, copy == out ? in : copy, out, count);
     if (copy != out)
         mpiopt_scratch_free(copy);
     return rc;

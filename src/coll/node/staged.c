@@ -146,12 +146,20 @@ static size_t chunk_elements(size_t count, size_t extent)
  * 32-64 KiB nothing (32 KiB: 4 stages 3.89-3.97 us, 8 4.06-4.18). */
 #define ROTATION_BYTES (128u << 10)
 
+/* The stages that chunks of chunk_bytes go round: rotation_bytes of them, between at_least and
+ * at_most, and no more than the window has (the allreduce's pair_stages, the reduce's
+ * reduce_stages) */
+static uint64_t stages_round(const node_window *w, size_t rotation_bytes, size_t chunk_bytes,
+                             uint64_t at_least, uint64_t at_most)
+{
+    uint64_t n = rotation_bytes / (chunk_bytes ? chunk_bytes : 1);
+    n = n < at_least ? at_least : n > at_most ? at_most : n;
+    return n < w->stages ? n : w->stages;
+}
+
 static uint64_t pair_stages(const node_window *w, size_t chunk_bytes)
 {
-    uint64_t n = ROTATION_BYTES / (chunk_bytes ? chunk_bytes : 1);
-    n = n < ALLREDUCE_STAGES ? ALLREDUCE_STAGES : n;
-    n = n > PAIR_ALLREDUCE_STAGES ? PAIR_ALLREDUCE_STAGES : n;
-    return n < w->stages ? n : w->stages;
+    return stages_round(w, ROTATION_BYTES, chunk_bytes, ALLREDUCE_STAGES, PAIR_ALLREDUCE_STAGES);
 }
 
 /* The elements of a chunk of m in its first half: whole cache lines where elements fit them, so
@@ -298,9 +306,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
 static uint64_t reduce_stages(const node_window *w, size_t count, size_t per_chunk, size_t extent)
 {
     uint64_t calls_chunks = (count + per_chunk - 1) / per_chunk;
-    uint64_t n = REDUCE_ROTATION_BYTES / (per_chunk * extent);
-    n = n < calls_chunks ? calls_chunks : n;
-    return n < w->stages ? n : w->stages;
+    return stages_round(w, REDUCE_ROTATION_BYTES, per_chunk * extent, calls_chunks, UINT64_MAX);
 }
 
 int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
