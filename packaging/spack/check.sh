@@ -16,9 +16,10 @@
 # elfutils, OTF2 and Python are externals; bootstrapping is off.
 #
 # Spack's own interpreter needs the clingo module, and the installed `mpiopt` command needs
-# rich, matplotlib, networkx and libclang: both come from one venv made with pip
+# rich, matplotlib, networkx and libclang, and the recipe's +python build needs pip and
+# scikit-build-core (python/pyproject.toml's backend): all come from one venv made with pip
 # (MPIOPT_SPACK_VENV, default ~/.cache/mpiopt/spack-venv; made once, then reused), which is also
-# the external Python the specs depend on.
+# the external Python the specs depend on, and the external py-pip and py-scikit-build-core.
 #
 # Environment: MPIOPT_SPACK_MPIS (default "openmpi mpich"), MPIOPT_SPACK_VENV, MPIOPT_SPACK_KEEP,
 # MPIOPT_SPACK_JOBS (build jobs, default 2), TMPDIR.
@@ -41,7 +42,7 @@ spack_root=$(cd "$spack_root" && pwd)
 start=$SECONDS
 
 # ---- the Python for Spack (clingo) and for the installed `mpiopt` command ----
-venv_packages="clingo rich matplotlib networkx libclang setuptools wheel"
+venv_packages="clingo rich matplotlib networkx libclang setuptools wheel scikit-build-core"
 if [ ! -f "$venv/.mpiopt-spack-venv" ] || [ "$(cat "$venv/.mpiopt-spack-venv")" != "$venv_packages" ]; then
   say "making $venv with pip: $venv_packages"
   python3 -m venv "$venv"
@@ -50,6 +51,8 @@ if [ ! -f "$venv/.mpiopt-spack-venv" ] || [ "$(cat "$venv/.mpiopt-spack-venv")" 
 fi
 export SPACK_PYTHON=$venv/bin/python
 python_version=$("$SPACK_PYTHON" -c 'import platform; print(platform.python_version())')
+pip_version=$("$SPACK_PYTHON" -c 'import importlib.metadata as m; print(m.version("pip"))')
+skbuild_version=$("$SPACK_PYTHON" -c 'import importlib.metadata as m; print(m.version("scikit-build-core"))')
 
 # ---- a fresh Spack: user config, cache, install tree, stages, all under one temporary dir ----
 work=$(mktemp -d "${TMPDIR:-/tmp}/mpiopt-spack-check.XXXXXX")
@@ -115,6 +118,14 @@ otf2_version=$(dpkg_version libotf2-trace-dev || true)
   echo "    externals:"
   echo "    - spec: python@$python_version"
   echo "      prefix: $venv"
+  # the recipe's +python build dependencies: the venv's own (Spack would build them from source)
+  for p in "py-pip:$pip_version" "py-scikit-build-core:$skbuild_version"; do
+    echo "  ${p%%:*}:"
+    echo "    buildable: false"
+    echo "    externals:"
+    echo "    - spec: ${p%%:*}@${p#*:}"
+    echo "      prefix: $venv"
+  done
   for p in "elfutils:$elfutils_version" "otf2:$otf2_version"; do
     [ -n "${p#*:}" ] || continue
     echo "  ${p%%:*}:"

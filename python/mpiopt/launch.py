@@ -96,11 +96,11 @@ def detect_mpi(program: list[str]) -> tuple[str | None, Path | None, str]:
 
 
 def _drop_in_library(args) -> Path | None:
-    """--lib, else PREFIX/lib/libmpiopt.so of --prefix or MPIOPT_PREFIX (an installation),
-    else None: this source tree's build for the flavour."""
+    """--lib, else PREFIX/lib/libmpiopt.so of --prefix or MPIOPT_PREFIX (an installation), or of
+    the prefix this package is installed in, else None: this source tree's build for the flavour."""
     if args.lib:
         return Path(args.lib)
-    prefix = args.prefix or os.environ.get("MPIOPT_PREFIX")
+    prefix = args.prefix or os.environ.get("MPIOPT_PREFIX") or mpi.enclosing_prefix()
     return Path(prefix) / "lib" / "libmpiopt.so" if prefix else None
 
 

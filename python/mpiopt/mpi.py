@@ -96,6 +96,17 @@ def packaged_build() -> PackagedBuild | None:
     return build if build.library.exists() else None
 
 
+def enclosing_prefix() -> Path | None:
+    """The installation prefix this package sits in, when it was installed into one beside the
+    library (PREFIX/lib*/pythonX.Y/site-packages/mpiopt, with PREFIX/lib/libmpiopt.so: the Spack
+    recipe's +python, or pip --prefix next to `cmake --install`), else None."""
+    package = Path(__file__).resolve().parent
+    if package.parent.name not in ("site-packages", "dist-packages"):
+        return None
+    prefix = package.parents[3]          # PREFIX / lib / pythonX.Y / site-packages / mpiopt
+    return prefix if (prefix / "lib" / "libmpiopt.so").is_file() else None
+
+
 def _checkout_or_packaged(flavour: str, in_build: Path, in_package) -> Path:
     """A file of the build for `flavour`: the checkout's build/<flavour>/ first (as always from a
     source tree), else the package's own (pip install) when that was built for the system's

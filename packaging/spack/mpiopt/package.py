@@ -21,7 +21,13 @@
 # (+profiler), the headers, CMake package and mpiopt.pc, the benchmark programs, and (+python)
 # the `mpiopt` command, installed from python/ into the prefix with the Python this spec
 # depends on. `spack load mpiopt` sets PATH, PYTHONPATH and MPIOPT_PREFIX, so that
-# `mpiopt run -np 4 -- ./app` preloads this install's libmpiopt.so.
+# `mpiopt run -np 4 -- ./app` preloads this install's libmpiopt.so (the command also finds it
+# without MPIOPT_PREFIX: the lib/ of the prefix its package is installed in).
+#
+# The Python side is built by python/pyproject.toml's backend, scikit-build-core, told to skip
+# CMake (`-C wheel.cmake=false`): CMakePackage has already built and installed the library into
+# this prefix, so pip installs the pure-Python command only. pip and scikit-build-core are build
+# dependencies of +python (tests/python/test_spack_recipe.py runs this exact step with only them).
 #
 # The command's own Python dependencies (rich, matplotlib and numpy, networkx, libclang; mpi4py
 # only for mpi4py programs, which bring their own) are NOT Spack dependencies here: offline, Spack
@@ -72,6 +78,9 @@ class Mpiopt(CMakePackage):
     # the drop-in's MPI_* entry points are generated at build time (src/interpose/bindings.py)
     depends_on("python@3.9:", type="build")
     depends_on("python@3.9:", type=("build", "run"), when="+python")
+    # the Python side's build (install_command): pip, and python/pyproject.toml's backend
+    depends_on("py-pip@23.1:", type="build", when="+python")
+    depends_on("py-scikit-build-core@1.1:", type="build", when="+python")
     # the profiler's call sites (resolved with libdw) and timeline (written as OTF2); both
     # optional in CMakeLists.txt, wanted here
     depends_on("elfutils", when="+profiler")
@@ -114,14 +123,17 @@ class Mpiopt(CMakePackage):
     @run_after("install")
     def install_command(self):
         """python/ into this prefix: PREFIX/bin/mpiopt and PREFIX/lib/pythonX.Y/site-packages/
-        mpiopt. pip with no index and no build isolation: the build backend (setuptools) is the
-        spec's Python's own, nothing is downloaded."""
+        mpiopt. pip with no index and no build isolation: the backend (scikit-build-core) is a
+        build dependency, nothing is downloaded; wheel.cmake=false, since the library this
+        package's CMake build installed is already in the prefix (a second CMake build would put
+        another copy inside the Python package)."""
         if not self.spec.satisfies("+python"):
             return
         python = self.spec["python"].command
         with working_dir(join_path(self.stage.source_path, "python")):
             python("-m", "pip", "install", "--no-deps", "--no-index", "--no-build-isolation",
                    "--no-warn-script-location", "--disable-pip-version-check",
+                   "--config-settings=wheel.cmake=false",
                    f"--prefix={self.prefix}", ".")
 
     def _site_packages(self):
