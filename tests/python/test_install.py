@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -280,3 +281,53 @@ def test_configure_only_detects_flavour(m, tmp_path):
     r = run(base + ["-B", tmp_path / "forced", f"-DMPI_FLAVOUR={other}"], env)
     assert f"mpiopt: MPI flavour {other} (" in r.stdout, r.stdout[-2000:]
     assert f"-DMPI_FLAVOUR={other} overrides the flavour found in mpi.h" in r.stderr, r.stderr[-2000:]
+
+
+LMOD_INIT = Path("/usr/share/lmod/lmod/init/bash")
+
+
+def test_modulefile_loads_the_prefix(installed, plain_program, tmp_path):
+    """packaging/modulefiles/mpiopt.lua, edited as its comments say (prefix, MPI), loaded by Lmod
+    (Debian's lmod, installed by `make deps`) in a plain bash: the variables it sets point into
+    the prefix, pkg-config finds mpiopt there, and the preload line of its help text runs a plain
+    program under the drop-in."""
+    if not LMOD_INIT.exists():
+        (pytest.fail if REQUIRE_BUILD else pytest.skip)("Lmod not installed (make deps)")
+    m = installed.mpi
+    template = (ROOT / "packaging" / "modulefiles" / "mpiopt.lua").read_text()
+    edited, n = re.subn(r'^local prefix  = .*$', f'local prefix  = "{installed.prefix}"', template, flags=re.M)
+    edited, k = re.subn(r'^local mpi     = .*$', f'local mpi     = "{m.flavour}"', edited, flags=re.M)
+    assert n == k == 1, "the template's `edit:` lines changed: update this test and the docs"
+    tree = tmp_path / "modules"
+    (tree / "mpiopt").mkdir(parents=True)
+    (tree / "mpiopt" / f"0.1.0-{m.name}.lua").write_text(edited)
+    preload = next(l.strip() for l in template.splitlines() if l.strip().startswith("mpiexec -n 4 env"))
+    # the help text's command, with this MPI's launcher and 2 ranks
+    launch = " ".join(m.launcher) + " -np 2 " + preload.split(" ", 3)[3].replace("./my_app", str(plain_program))
+    script = f"""
+set -e
+source {LMOD_INIT}
+module use {tree}
+module load mpiopt/0.1.0-{m.name}
+module help mpiopt 2>&1 | grep -q "built for {m.flavour}"
+echo "MPIOPT_PREFIX=$MPIOPT_PREFIX"
+echo "PATH=$PATH"
+echo "CMAKE_PREFIX_PATH=$CMAKE_PREFIX_PATH"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+echo "PKG=$(pkg-config --libs mpiopt)"
+MPIOPT_VERBOSE=1 {launch}
+"""
+    env = {k: v for k, v in m.environ().items() if not k.startswith(("LMOD", "MODULE", "_ModuleTable"))}
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True, text=True,
+                       env=env, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    got = dict(l.split("=", 1) for l in r.stdout.splitlines() if re.match(r"^[A-Z_]+=", l))
+    p = str(installed.prefix)
+    assert got["MPIOPT_PREFIX"] == p
+    assert got["PATH"].split(":")[0] == f"{p}/bin"
+    assert got["CMAKE_PREFIX_PATH"].split(":")[0] == p
+    assert got["LD_LIBRARY_PATH"].split(":")[0] == f"{p}/lib"
+    assert f"-L{p}/lib" in got["PKG"], got["PKG"]
+    assert "dropin: ok" in r.stdout, r.stdout[-2000:]
+    assert any(l.startswith(("mpiopt: allreduce ", "mpiopt: reduce ")) for l in r.stderr.splitlines()), \
+        r.stderr[-2000:]
