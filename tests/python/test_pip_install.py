@@ -1,23 +1,31 @@
-"""`pip install` of the tree's Python package as a user does it (docs/install.md, "pip"): a fresh
-venv in a directory outside the tree, Debian's MPICH named by MPICC, the package built by
-scikit-build-core with the tree's CMake, libmpiopt.so installed inside the package; then, from
-that directory, `mpiopt run` preloads it into a C program and into an mpi4py program and
-MPIOPT_REPORT shows mpiopt taking their reductions, and `mpiopt profile` finds the packaged
-profiler.
+"""`pip install` of the tree's Python package as a user does it (docs/install.md, "pip"), by the
+container recipe's own steps (packaging/container/Dockerfile), run without a container engine:
+its COPY lines make the build context (only the files they name, so a file the build reads but
+the recipe leaves out fails here), and its pip RUN step runs as written, with /src/mpiopt and
+/opt/mpiopt mapped into a directory outside the tree (a fresh venv there), Debian's MPICH (the
+recipe's default MPI) named by MPICC, the package built by scikit-build-core with the tree's
+CMake, libmpiopt.so installed inside the package, the sources removed after it, and the
+recipe's own check that the package found its build. Then, from that directory, `mpiopt run`
+preloads it into a C program and into an mpi4py program (and runs the image's self-check,
+packaging/container/check.py, as the recipe's "Use:" line does) and MPIOPT_REPORT shows mpiopt
+taking their reductions, and `mpiopt profile` finds the packaged profiler. The recipe's apt step
+is not run: its packages are Debian's, which `make deps` installs.
 
 One MPI (Debian's MPICH: what the pip route adds over `make build` is the same for any), one
 install. mpi4py is built from source against that MPICH (`--no-binary mpi4py`: its binary wheels
 look for libmpi.so.12, which Debian's MPICH does not have). pip caches the wheel it builds, keyed
 by the sdist alone, so the test keeps a pip cache of this MPI's own outside the tree
-(~/.cache/mpiopt/pip-mpich-debian: CI's fresh clones share it): later runs take mpi4py and the
-other dependencies from there and compile only mpiopt. On a cold cache, CFLAGS=-O0 keeps mpi4py's
-one large C file from taking minutes; mpiopt's CMake puts its own -O3 after it, so libmpiopt is
-built as a user's is. The install keeps pip's build isolation (scikit-build-core from the same
-cache), as a user's does. Starts MPI jobs: not in `make test-quick`."""
+(~/.cache/mpiopt/pip-mpich-debian: CI's fresh clones share it; the recipe's --no-cache-dir is
+dropped for that): later runs take mpi4py and the other dependencies from there and compile only
+mpiopt. On a cold cache, CFLAGS=-O0 keeps mpi4py's one large C file from taking minutes; mpiopt's
+CMake puts its own -O3 after it, so libmpiopt is built as a user's is. The install keeps pip's
+build isolation (scikit-build-core from the same cache), as a user's does. Starts MPI jobs: not
+in `make test-quick`."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +38,7 @@ from mpiopt import mpi
 
 ROOT = mpi.repo_root()
 MPICC = "mpicc.mpich"
+DOCKERFILE = ROOT / "packaging" / "container" / "Dockerfile"
 
 C_PROGRAM = r"""
 #include <mpi.h>
@@ -77,6 +86,54 @@ OFFLINE = ("Could not find a version that satisfies", "No matching distribution 
            "NewConnectionError", "Temporary failure in name resolution", "Network is unreachable")
 
 
+def recipe_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of a Dockerfile, continuation lines joined, comments dropped."""
+    out, current = [], ""
+    for line in text.splitlines():
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        current += line.rstrip()[:-1] + " " if line.rstrip().endswith("\\") else line
+        if not line.rstrip().endswith("\\"):
+            word, _, rest = current.strip().partition(" ")
+            out.append((word.upper(), rest.strip()))
+            current = ""
+    return out
+
+
+def run_container_steps(base: Path, venv: Path, env: dict, log: Path) -> subprocess.CompletedProcess:
+    """The recipe's COPY lines and its pip RUN step, as written, with /src/mpiopt → base/src/mpiopt
+    and /opt/mpiopt → venv (made by the step itself)."""
+    steps = recipe_instructions(DOCKERFILE.read_text())
+    default_mpi = next(a.split("=", 1)[1] for w, a in steps if w == "ARG" and a.startswith("MPI="))
+    assert default_mpi == "mpich" == MPICC.split(".")[1], default_mpi
+
+    def mapped(path: str) -> Path:
+        for inside, outside in (("/src/mpiopt", base / "src" / "mpiopt"), ("/opt/mpiopt", venv)):
+            if path.startswith(inside):
+                return Path(str(outside) + path[len(inside):])
+        raise AssertionError(f"the recipe copies to {path}: map it here")
+
+    copies = [a.split() for w, a in steps if w == "COPY"]
+    assert copies, "no COPY in the recipe"
+    for *sources, dest in copies:
+        target = mapped(dest)
+        for src in sources:
+            from_tree = ROOT / src.rstrip("/")
+            if from_tree.is_dir():          # COPY dir/ dest/: the directory's contents
+                shutil.copytree(from_tree, target, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+            else:
+                where = target / from_tree.name if dest.endswith("/") else target
+                where.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(from_tree, where)
+    pip_step = next(a for w, a in steps if w == "RUN" and "pip install" in a)
+    script = pip_step.replace("/src/mpiopt", str(base / "src" / "mpiopt")).replace("/opt/mpiopt", str(venv))
+    script = script.replace("--no-cache-dir ", "")      # the test's own cache (PIP_CACHE_DIR)
+    with log.open("w") as out:
+        return subprocess.run(["bash", "-c", script], cwd=base, env=dict(env, MPI=default_mpi),
+                              stdout=out, stderr=subprocess.STDOUT, timeout=900)
+
+
 def _missing(reason: str):
     if REQUIRE_BUILD:
         pytest.fail(f"{reason}; MPIOPT_REQUIRE_BUILD=1 makes this a failure")
@@ -94,24 +151,25 @@ def installed(tmp_path_factory):
     assert ROOT.resolve() not in base.resolve().parents, "the venv must be outside the tree"
     venv, work = base / "venv", base / "work"
     work.mkdir()
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mpiopt" / "pip-mpich-debian"
     cache.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, MPICC=MPICC, PIP_CACHE_DIR=str(cache), PIP_DISABLE_PIP_VERSION_CHECK="1",
                CFLAGS="-O0")
     env.pop("MPIOPT_HOME", None)
     env.pop("PYTHONPATH", None)
+    # python3 -m venv in the recipe: this interpreter's (the tests' venv is not inherited)
+    env["PATH"] = f"{Path(sys.executable).resolve().parent}:{env.get('PATH', '')}"
+    env.pop("VIRTUAL_ENV", None)
     log = base / "pip.log"
-    with log.open("w") as out:
-        r = subprocess.run([str(venv / "bin" / "pip"), "install", "--no-binary", "mpi4py",
-                            str(ROOT / "python")], cwd=work, env=env, stdout=out,
-                           stderr=subprocess.STDOUT, timeout=900)
+    r = run_container_steps(base, venv, env, log)
     text = log.read_text(errors="replace")
     if r.returncode != 0:
         if any(s in text for s in OFFLINE):
             pytest.skip("pip could not reach the package registry: " +
                         next(line for line in text.splitlines() if any(s in line for s in OFFLINE)))
-        pytest.fail(f"pip install failed (log {log}):\n" + "\n".join(text.splitlines()[-40:]))
+        pytest.fail(f"the recipe's pip step failed (log {log}):\n" + "\n".join(text.splitlines()[-40:]))
+    assert "mpiopt built for MPICH" in text, text[-3000:]        # the recipe's own check
+    assert not (base / "src" / "mpiopt").exists()               # its sources removed
     return venv, work
 
 
@@ -209,3 +267,16 @@ def test_mpiopt_profile_uses_the_packaged_profiler(installed):
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((out / "mpiopt-profile.json").read_text())
     assert "MPI_Allreduce" in json.dumps(doc), doc
+
+
+def test_the_container_self_check_runs_under_the_drop_in(installed):
+    """The recipe's "Use:" line: `mpiopt run --report -np 2 -- python3 /opt/mpiopt/share/check.py`
+    (the COPY put check.py there)."""
+    venv, work = installed
+    check = venv / "share" / "check.py"
+    assert check.is_file()
+    r = _mpiopt(venv, work, "run", "--report", "-np", "2", "--", venv / "bin" / "python", check)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^check: 2 ranks, 0 wrong, MPICH Version:", r.stdout, re.M), r.stdout
+    ran, calls = report_total(r.stderr)
+    assert ran == calls >= 20, r.stderr
