@@ -10,7 +10,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 
-from . import mpi
+from . import jobs, mpi
 from .errors import UsageError
 
 LIST_BINARY = "mpiopt-allreduce"
@@ -35,8 +35,8 @@ def _listed(flavour: str) -> tuple[Algorithm, ...]:
     binary = mpi.binary(flavour, LIST_BINARY)
     try:
         # one process, no launcher: MPI singleton init is enough to print a list
-        proc = subprocess.run([str(binary), "--list-algorithms", "--json"], capture_output=True,
-                              text=True, timeout=120, env=mpi.launch_env(flavour))
+        proc = jobs.run([str(binary), "--list-algorithms", "--json"], capture_output=True,
+                        text=True, timeout=120, env=mpi.launch_env(flavour))
         rows = json.loads(proc.stdout)["algorithms"]
     except (OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
         raise UsageError(f"cannot list the algorithms with {binary}: {e}") from None

@@ -8,6 +8,7 @@ import sys
 
 from . import __version__, commands
 from .errors import UsageError
+from .jobs import Terminated, exit_status, handle_signals
 from .plugins import plugin_modules
 
 
@@ -34,14 +35,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        rc = int(args.func(args) or 0)
-        sys.stdout.flush()      # here, so that a closed pipe is caught below, not at exit
+        # SIGTERM and SIGHUP raise, as SIGINT does, so that the MPI and SMPI jobs a command
+        # started end with it (jobs.run) rather than live on
+        with handle_signals():
+            rc = int(args.func(args) or 0)
+            sys.stdout.flush()  # here, so that a closed pipe is caught below, not at exit
         return rc
     except UsageError as e:
         print(f"mpiopt: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
+    except (KeyboardInterrupt, Terminated) as e:
+        return exit_status(e)       # 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP
     except BrokenPipeError:
         # the reader went away (`mpiopt layout | head`): stop quietly, as a Unix filter does on
         # SIGPIPE, and keep Python from complaining when it flushes stdout at exit

@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from . import jobs
+
 FLAVOURS = ("openmpi", "mpich")
 
 
@@ -341,10 +343,11 @@ def cross_memory_attach_works() -> bool:
 def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: float | None = 600,
         env: dict | None = None, launcher_args: list[str] | None = None,
         bind_none: bool = False) -> subprocess.CompletedProcess:
-    """Runs an MPI program and captures its output (text)."""
+    """Runs an MPI program and captures its output (text). The job ends whole on a timeout or
+    when mpiopt is stopped (jobs.run)."""
     cmd = launcher(flavour, np, launcher_args, bind_none=bind_none) + [str(a) for a in argv]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                          env=launch_env(flavour, preload, env))
+    return jobs.run(cmd, capture_output=True, text=True, timeout=timeout,
+                    env=launch_env(flavour, preload, env))
 
 
 def mpi_of_ldd(ldd_output: str) -> tuple[str | None, Path | None]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from .. import dropin_report
+from .. import dropin_report, jobs
 from ..launch import plan_launch
 from ..errors import UsageError
 from ..profile import PROFILE_NAME, ProfileError, load
@@ -83,8 +83,7 @@ class Launcher:
         env = {**launch.env, **self.extra_env}
         start = time.perf_counter()
         try:
-            r = subprocess.run(launch.cmd, env=env, capture_output=True, text=True,
-                               timeout=RUN_TIMEOUT)
+            r = jobs.run(launch.cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
             status, out, err = r.returncode, r.stdout, r.stderr
         except subprocess.TimeoutExpired as e:
             status, out, err = -1, _text(e.stdout), _text(e.stderr) + f"\n(killed after {RUN_TIMEOUT} s)"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
-from .. import mpi
+from .. import jobs, mpi
 from ..errors import UsageError
 from ..launch import plan_launch
 
@@ -42,7 +41,11 @@ def run(args) -> int:
             pre = f"LD_PRELOAD={env['LD_PRELOAD']} " if env.get("LD_PRELOAD") else ""
             print(f"mpiopt run: {launch.flavour} ({launch.inspected}): {pre}{' '.join(cmd)}", flush=True)
         try:
-            status = subprocess.run(cmd, env=env).returncode
+            # the job inherits mpiopt's stdin, stdout and stderr (the terminal) but runs in a
+            # session of its own, so that mpiopt can end it whole when it is stopped; ^C and a
+            # hang-up reach the job through mpiopt, which forwards them (jobs.run says why
+            # this rather than keeping the job in the terminal's foreground group)
+            status = jobs.run(cmd, env=env).returncode
         except OSError as e:
             raise UsageError(f"cannot start {cmd[0]}: {e}")
     if args.json:

@@ -34,13 +34,12 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import mpi
+from .. import jobs, mpi
 from ..errors import UsageError
 
 PLATFORMS = ("cluster", "torus", "fattree")
@@ -312,17 +311,10 @@ def smpirun(program: Path, argv: list[str], ranks: int, platform: Path, hosts: P
            str(program), *[str(a) for a in argv]]
     run_env = dict(os.environ if env is None else env)
     run_env["MPIOPT_THREADS"] = "1"
-    # smpirun leaves temporary files in its working directory. Its own session: on a timeout
-    # or ^C the whole simulation (smpirun's smpimain child) goes, not smpirun alone.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=run_env, cwd=str(cwd or platform.parent), start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+    # smpirun leaves temporary files in its working directory. jobs.run: on a timeout, ^C or
+    # SIGTERM the whole simulation (smpirun's smpimain child) goes, not smpirun alone.
+    return jobs.run(cmd, capture_output=True, text=True, env=run_env,
+                    cwd=str(cwd or platform.parent), timeout=timeout)
 
 
 EXCHANGE_BENCH = "mpiopt-exchange"
