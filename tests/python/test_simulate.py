@@ -201,3 +201,38 @@ def test_too_few_memory_mappings_is_said_before_the_run(tmp_path, monkeypatch):
     smpi.check_map_count(1023)        # the README's example fits the default
     with pytest.raises(RuntimeError, match=r"sysctl -w vm.max_map_count=\d+"):
         smpi.check_map_count(4096)
+
+
+def test_large_runs_leave_out_what_the_model_rules_out(tmp_path, monkeypatch):
+    """From 2048 ranks a run without --algorithms leaves out the algorithms the cost model prices
+    at more than 4x the best at every size (the ring at 4096 ranks: its simulation alone outlasts
+    the others' by far), says so, and `--algorithms all` insists; below that, all run. The
+    simulations themselves are replaced here (what each would be asked to run is recorded): the
+    4096-rank run itself is in the full tier's README example."""
+    from conftest import run_mpiopt_in_process
+    from mpiopt.simulation import allreduce as sim
+    asked = []
+
+    def fake_simulate(kind, ranks, sizes, ppn, algorithms, *args, **kwargs):
+        asked.append((ranks, list(algorithms)))
+        return [{"algorithm": a, "ranks": ranks, "bytes": n, "seconds": 1e-5}
+                for a in ["auto", "mpich", *algorithms] for n in sizes]
+
+    monkeypatch.setattr(sim, "simulate", fake_simulate)
+    monkeypatch.setattr(smpi, "available", lambda: True)
+    every = CostModel().algorithms
+    base = ["simulate", "allreduce", "--sizes", "8,65536,1048576", "--platform", "fattree", "--ppn", "16",
+            "--results", tmp_path / "results"]
+    r = run_mpiopt_in_process(*base, "--ranks", "4096")
+    assert r.returncode == 0, r.stderr
+    assert asked[-1] == (4096, [a for a in every if a != "ring"])
+    assert "p=4096: leaving out ring (the cost model prices it at" in r.stderr
+    assert "--algorithms all runs it" in r.stderr
+    r = run_mpiopt_in_process(*base, "--ranks", "4096", "--algorithms", "all")
+    assert r.returncode == 0 and asked[-1] == (4096, every) and "leaving out" not in r.stderr
+    r = run_mpiopt_in_process(*base, "--ranks", "1023")
+    assert r.returncode == 0 and asked[-1] == (1023, every) and "leaving out" not in r.stderr
+    # one message per large p; the small sizes alone rule out more (binomial, recursive doubling
+    # grow with log p at 8 MiB, the ring with p)
+    r = run_mpiopt_in_process(*base[:2], "--sizes", "8M", "--ranks", "16384", "--results", tmp_path / "r2")
+    assert r.returncode == 0 and "ring" not in asked[-1][1] and "rabenseifner" in asked[-1][1]

@@ -54,6 +54,13 @@ MAX_RANKS = 16384       # SMPI runs everything in one process: beyond this, hour
 BENCH = "mpiopt-allreduce"
 DATATYPE = ("double", 8)
 SMALL_BYTES = 8192      # the benchmark's (OSU's) limit between -x and --warmup-large
+# From this many ranks the default algorithm set (no --algorithms) leaves out the algorithms the
+# cost model prices at more than RULED_OUT_FACTOR times the best at every size asked. A simulated
+# rank's messages cost host time: the ring sends 2(p-1) per rank, so at 4096 ranks its one run
+# outlasts every other algorithm's together by far (it had not ended after 8 minutes), to show a
+# time the model already puts at 100x the best.
+PRUNE_FROM_RANKS = 2048
+RULED_OUT_FACTOR = 4.0
 
 
 def add_arguments(p) -> None:
@@ -65,9 +72,11 @@ def add_arguments(p) -> None:
                    help="cluster (crossbar), torus (3-D) or fattree (2 levels, full bisection); "
                    "default cluster")
     p.add_argument("--ppn", type=int, default=1, metavar="K", help="ranks per node (default 1)")
-    p.add_argument("--algorithms", default="all", metavar="LIST",
-                   help="mpiopt algorithms to simulate besides auto (default all; none: "
-                   "SMPI's --vendors alone, without auto, one smpirun each)")
+    p.add_argument("--algorithms", default=None, metavar="LIST",
+                   help="mpiopt algorithms to simulate besides auto: a list, all, or none "
+                   "(SMPI's --vendors alone, without auto, one smpirun each). Default: all; from "
+                   f"{PRUNE_FROM_RANKS} ranks, all but those the cost model prices at more than "
+                   f"{RULED_OUT_FACTOR:g}x the best at every size asked (it says which)")
     p.add_argument("--vendors", default=",".join(VENDORS), metavar="LIST",
                    help="SMPI allreduces to compare with: selectors (" + ", ".join(SMPI_SELECTORS)
                    + ") or algorithms (" + ", ".join(SMPI_ALGORITHMS) + "); 'smp' stands for "
@@ -107,6 +116,8 @@ def _parse(args) -> dict:
     known = _algorithm_names()
     if args.algorithms == "none":   # SMPI's allreduces alone: no auto, no mpiopt column
         algorithms = None
+    elif args.algorithms is None:   # all, less what the model rules out at each large p (run)
+        algorithms = []
     else:
         algorithms = known if args.algorithms == "all" else [a for a in args.algorithms.split(",")
                                                              if a]
@@ -126,7 +137,39 @@ def _parse(args) -> dict:
         raise UsageError("--algorithms none needs --vendors")
     if args.tuning and not Path(args.tuning).is_file():
         raise UsageError(f"tuning file {args.tuning} does not exist")
-    return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors}
+    return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors,
+            "default_algorithms": args.algorithms is None}
+
+
+def ruled_out(ranks: int, sizes: list[int], net: smpi.Network = smpi.Network()) -> dict[str, float]:
+    """{algorithm: the least, over `sizes`, of its modelled time ÷ the best algorithm's} for the
+    algorithms the cost model prices at more than RULED_OUT_FACTOR times the best at every size,
+    on `ranks` ranks of a network with `net`'s links: α = two links and the two overheads of a
+    message, β = a link's time per byte (what `mpiopt model` assumes for a simulated cluster).
+    Empty below PRUNE_FROM_RANKS ranks. The algorithms priced with ranks sharing nodes
+    (`hierarchical`) are never left out: one level does not price them."""
+    if ranks < PRUNE_FROM_RANKS:
+        return {}
+    model = CostModel()
+    alpha = 2 * net.link_latency + net.send_overhead + net.recv_overhead
+    beta = 1.0 / net.link_bandwidth
+    ratios: dict[str, float] = {}
+    for n in sizes:
+        times = {a: model.seconds(a, ranks, n, alpha, beta, 0.0) for a in model.flat_algorithms}
+        times = {a: t for a, t in times.items() if t is not None}
+        if not times:
+            return {}
+        best = min(times.values())
+        for a, t in times.items():
+            ratios[a] = min(ratios.get(a, float("inf")), t / best if best > 0 else 1.0)
+    return {a: r for a, r in ratios.items() if r > RULED_OUT_FACTOR}
+
+
+def default_algorithms(ranks: int, sizes: list[int]) -> tuple[list[str], dict[str, float]]:
+    """(the algorithms a run without --algorithms simulates at `ranks`, those it leaves out with
+    their least modelled ratio to the best)."""
+    out = ruled_out(ranks, sizes)
+    return [a for a in _algorithm_names() if a not in out], out
 
 
 def platform_tuning(kind: str, ranks: int, ppn: int, net: smpi.Network = smpi.Network()) -> dict:
@@ -326,9 +369,17 @@ def run(args) -> int:
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("building with smpicc", total=None)
         for p in spec["ranks"]:
+            algorithms = spec["algorithms"] or []
+            if spec["default_algorithms"]:
+                algorithms, left_out = default_algorithms(p, spec["sizes"])
+                if left_out:
+                    err.print(f"mpiopt simulate allreduce: p={p}: leaving out "
+                              + ", ".join(f"{a} (the cost model prices it at {r:.0f}x the best or "
+                                          "more at every size asked)" for a, r in left_out.items())
+                              + "; --algorithms all runs it", markup=False, highlight=False)
             try:
                 records += simulate(args.platform, p, spec["sizes"], args.ppn,
-                                    spec["algorithms"] or [], spec["vendors"], args.iterations,
+                                    algorithms, spec["vendors"], args.iterations,
                                     args.tuning,
                                     progress=lambda text: bar.update(task, description=text),
                                     mpiopt=spec["algorithms"] is not None, phases=phases)
