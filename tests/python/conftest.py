@@ -18,6 +18,12 @@ import pytest
 from mpiopt import dropin_report, mpi
 
 BUILT_FLAVOURS = mpi.built_flavours()
+
+
+def pytest_configure(config):
+    # the tiers (Makefile): `make test` runs -m "not full"; `make test-full` runs everything
+    config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the 1023- and "
+                            "4096-rank simulations, the widest rank counts)")
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
 
 
@@ -132,3 +138,26 @@ def mpi4py_flavour(built=None) -> str:
     if flavour is None or flavour not in (mpi.built_flavours() if built is None else built):
         pytest.skip(f"mpi4py is linked with an MPI mpiopt has no build for ({flavour})")
     return flavour
+
+
+# ---- counting the checks the programs report (MPIOPT_TEST_CHECKS_LOG=FILE): every captured
+# output of a subprocess.run in this process, lines with "N checks", appended with the test id
+# (tests/durations.py adds them up: the suite's checked cases, to compare two runs of it) ----
+_CHECKS_LOG = os.environ.get("MPIOPT_TEST_CHECKS_LOG")
+if _CHECKS_LOG:
+    _real_run = subprocess.run
+    _CHECKS_RE = re.compile(r"^(.*?\b(\d+) checks\b.*)$", re.M)
+
+    def _counting_run(*args, **kwargs):
+        r = _real_run(*args, **kwargs)
+        out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode(errors="replace") \
+            if isinstance(r.stdout, bytes) else ""
+        found = _CHECKS_RE.findall(out or "")
+        if found:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+            with open(_CHECKS_LOG, "a") as f:
+                for line, n in found:
+                    f.write(f"{test}\t{n}\t{line.strip()}\n")
+        return r
+
+    subprocess.run = _counting_run

@@ -175,7 +175,17 @@ def test_readme_lists_a_simulate_example():
     assert _readme_simulate_commands(), "the README shows no `mpiopt simulate` example"
 
 
-@pytest.mark.parametrize("command", _readme_simulate_commands())
+def _readme_simulate_params() -> list:
+    """The README's simulate examples; those of 1000 ranks or more (4-20 minutes each on two
+    cores) in the full tier (`make test-full`), as the README says beside them."""
+    out = []
+    for command in _readme_simulate_commands():
+        ranks = max(int(r) for r in command.split("--ranks")[1].split()[0].split(","))
+        out.append(pytest.param(command, marks=[pytest.mark.full] if ranks >= 1000 else []))
+    return out
+
+
+@pytest.mark.parametrize("command", _readme_simulate_params())
 def test_readme_simulate_examples_run_as_written(tmp_path, command):
     """The README's simulate examples, word for word, from a fresh directory: the 1023-rank
     torus one is what failed for users when the TLS model broke SMPI."""
