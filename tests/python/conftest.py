@@ -145,19 +145,22 @@ def mpi4py_flavour(built=None) -> str:
 # (tests/durations.py adds them up: the suite's checked cases, to compare two runs of it) ----
 _CHECKS_LOG = os.environ.get("MPIOPT_TEST_CHECKS_LOG")
 if _CHECKS_LOG:
-    _real_run = subprocess.run
+    from mpiopt import jobs as _jobs
     _CHECKS_RE = re.compile(r"^(.*?\b(\d+) checks\b.*)$", re.M)
 
-    def _counting_run(*args, **kwargs):
-        r = _real_run(*args, **kwargs)
-        out = r.stdout if isinstance(r.stdout, str) else (r.stdout or b"").decode(errors="replace") \
-            if isinstance(r.stdout, bytes) else ""
-        found = _CHECKS_RE.findall(out or "")
-        if found:
-            test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
-            with open(_CHECKS_LOG, "a") as f:
-                for line, n in found:
-                    f.write(f"{test}\t{n}\t{line.strip()}\n")
-        return r
+    def _counting(real):
+        def run(*args, **kwargs):
+            r = real(*args, **kwargs)
+            out = r.stdout.decode(errors="replace") if isinstance(r.stdout, bytes) else r.stdout
+            found = _CHECKS_RE.findall(out or "") if isinstance(out, str) else []
+            if found:
+                test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+                with open(_CHECKS_LOG, "a") as f:
+                    for line, n in found:
+                        f.write(f"{test}\t{n}\t{line.strip()}\n")
+            return r
+        return run
 
-    subprocess.run = _counting_run
+    # the tests' own launches, and mpiopt's (mpi.run and the commands start jobs by jobs.run)
+    subprocess.run = _counting(subprocess.run)
+    _jobs.run = _counting(_jobs.run)

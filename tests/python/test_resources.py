@@ -12,13 +12,12 @@ without LD_PRELOAD, both MPIs.
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 
 import pytest
 
-from mpiopt import mpi
+from mpiopt import jobs, mpi
 from conftest import require_build
 
 MiB = 1 << 20
@@ -32,16 +31,13 @@ def many_comms(flavour, p, mode, n, large=65536, preload=True, env=None, wrapper
     require_build(flavour)
     exe = mpi.binary(flavour, "test-plain_many_comms")
     cmd = [*wrapper, *mpi.launcher(flavour, p), str(exe), mode, str(n), str(large)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=mpi.launch_env(flavour, preload, dict(os.environ, **(env or {}))),
-                            start_new_session=True)
     try:
-        out, err = proc.communicate(timeout=timeout)
-        code = proc.returncode
-    except subprocess.TimeoutExpired:     # a hung job: every rank goes, and it counts as failed
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        code = None
+        done = jobs.run(cmd, capture_output=True, text=True, timeout=timeout,
+                        env=mpi.launch_env(flavour, preload, dict(os.environ, **(env or {}))))
+        out, err, code = done.stdout, done.stderr, done.returncode
+    except subprocess.TimeoutExpired as e:  # a hung job: every rank goes (jobs.run), it failed
+        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+        out, err, code = text(e.stdout), text(e.stderr), None
     r = subprocess.CompletedProcess(cmd, code, out, err)
     m = LINE.search(r.stdout)
     return r, ({"shm": int(m.group(3)), "rss": int(m.group(4)) * 1024,
@@ -153,7 +149,8 @@ def test_control_without_the_room_check_a_64_MB_dev_shm_fails(flavour):
     before): the same program dies or hangs (Open MPI 4.1.4: an error from its run-time, then no
     progress; MPICH: SIGBUS)."""
     wrapper = _small_dev_shm()
-    r, got = many_comms(flavour, 2, "live", 20, MiB, wrapper=wrapper, timeout=60,
+    # a hang counts as failing: 20 s is several times what the run takes with the check on
+    r, got = many_comms(flavour, 2, "live", 20, MiB, wrapper=wrapper, timeout=20,
                         env={"MPIOPT_SHM_ROOM_CHECK": "0", "MPIOPT_SHM_NODE_BYTES": str(1 << 40),
                              "MPIOPT_ALLREDUCE": "shared_memory", "MPIOPT_REDUCE": "shared_memory"})
     assert r.returncode != 0 or not got or got["failures"], r.stdout[-1500:]

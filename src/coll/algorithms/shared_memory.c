@@ -227,7 +227,7 @@ static int usable_window(const mpiopt_coll *c, node_window **w)
  * for the ring's reuse (wait_writable) and its other calls. A line's number is trusted only where
  * the call before in this buffer wrote numbered lines too (the other calls write data there, and
  * data may hold any number; every rank makes the same calls, so each knows): else the reader
- * waits for the header first. Against the header alone (the table in docs/collectives.md):
+ * waits for the header first. Against the header alone (docs/measurements/log.md, "numbered lines at p = 2"):
  * faster up to 1.75 KiB under Open MPI 4.1.4 and Intel MPI 2021.15 (256 B 0.28 against 0.39
  * us); to 4 KiB once a call of many lines waited for its last first. Whole lines are copied
  * with a constant length, inline (a call to memcpy a line: 1 KiB 0.62-0.65 against 0.54 us). */

@@ -187,7 +187,7 @@ static size_t first_half(size_t m, size_t extent)
  * its output before it has read both inputs). Against the split into shares (Intel MPI 2021.15,
  * OSU, MPI_FLOAT, forced, two runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8
  * against 7.4-7.9, 256 KiB with single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike
- * (the table in docs/collectives.md). */
+ * (docs/measurements/log.md, "the stages of an allreduce"). */
 static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                           size_t count)
 {
