@@ -86,7 +86,7 @@ test-c: build
 
 # The suite's tiers (pytest markers, tests/python/conftest.py): `make test` (CI's, README's) runs
 # every test but those marked `full`, within 25 minutes on 2 cores; `make test-full` adds them (the
-# 1023- and 4096-rank README simulations, the widest rank counts). Each run writes its durations
+# 1023- and 4096-rank README simulations, MPICH's runs above 8 ranks: conftest.wide). Each run writes its durations
 # (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
 # `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
 PYTEST_RUN = rm -f build/pytest-checks.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \

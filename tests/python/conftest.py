@@ -52,6 +52,22 @@ def run_mpiopt_in_process(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
+# The rank counts of `make test` (the tier rule, one place): Open MPI at every p the tests name, up
+# to 17 ranks on 2 cores; MPICH, which polls while oversubscribed (3-5x Open MPI's time a run),
+# up to MPICH_TEST_MAX_P. MPICH's wider runs are in `make test-full` (marker `full`).
+MPICH_TEST_MAX_P = 8
+
+
+def wide(flavour: str, p: int) -> bool:
+    """Whether a run of `flavour` at p ranks belongs to the full tier only."""
+    return flavour == "mpich" and p > MPICH_TEST_MAX_P
+
+
+def rank_param(flavour: str, p: int, *rest, id: str | None = None):
+    """pytest.param(flavour, p, *rest), marked `full` where wide(flavour, p)."""
+    return pytest.param(flavour, p, *rest, id=id, marks=[pytest.mark.full] if wide(flavour, p) else [])
+
+
 @pytest.fixture
 def mpiopt():
     """The command runner: mpiopt("bench", "--help").returncode == 0."""

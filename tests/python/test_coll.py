@@ -15,7 +15,7 @@ import tempfile
 import pytest
 
 from mpiopt import mpi
-from conftest import require_build
+from conftest import rank_param, require_build
 
 ALL_P = [1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17]
 
@@ -34,11 +34,8 @@ def checker_options(p):
 
 
 def params():
-    out = []
-    for flavour in mpi.FLAVOURS:
-        for p in ALL_P:
-            out.append(pytest.param(flavour, p, id=f"{flavour}-p{p}"))
-    return out
+    """Every (flavour, p); MPICH's above 8 ranks in the full tier (conftest.wide)."""
+    return [rank_param(flavour, p, id=f"{flavour}-p{p}") for flavour in mpi.FLAVOURS for p in ALL_P]
 
 
 def run_checker(flavour, p, options, env=None, timeout=240):

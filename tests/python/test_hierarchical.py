@@ -18,7 +18,7 @@ import tempfile
 import pytest
 
 from mpiopt import mpi
-from conftest import require_build
+from conftest import require_build, wide
 from test_coll import assert_all_checks_passed, run_checker, verbose_lines
 
 RANKS_PER_NODE = [1, 2, 3, 4]
@@ -28,8 +28,9 @@ RANKS_PER_NODE = [1, 2, 3, 4]
 P_FOR_K = {1: [1, 2, 3, 5, 8, 13, 17], 2: list(range(1, 18)), 3: list(range(1, 18)),
            4: [1, 3, 4, 5, 6, 8, 9, 12, 16, 17]}
 # Under MPICH, which polls while oversubscribed, a run takes about three times Open MPI's: there
-# a spread of the same layouts (every shape of last node, powers of two and not, 17). The
-# algorithm's code is the same under both MPIs; Open MPI runs every p.
+# a spread of the same layouts (every shape of last node, powers of two and not, 17), those
+# above 8 ranks in the full tier (conftest.wide). The algorithm's code is the same under both
+# MPIs; Open MPI runs every p in `make test`.
 P_FOR_K_MPICH = {1: [1, 2, 5, 17], 2: [1, 2, 3, 4, 5, 7, 8, 11, 16, 17],
                  3: [1, 2, 3, 4, 5, 6, 7, 8, 10, 14, 17], 4: [1, 4, 5, 6, 8, 9, 17]}
 P_NONBLOCKING = {"openmpi": (3, 5, 8, 17), "mpich": (3, 8)}
@@ -52,11 +53,22 @@ def run_with_nodes(flavour, p, k, mode="blocking", **env):
                        env=dict(os.environ, MPIOPT_RANKS_PER_NODE=str(k), **env))
 
 
-@pytest.mark.parametrize("k", RANKS_PER_NODE)
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
-def test_blocking_matches_reference_at_every_p(flavour, k):
+def tiers(flavour, k):
+    """The p of one test each tier: `make test`'s (conftest.wide says which are the full tier's)
+    and the full tier's, as pytest params (flavour, k, the p list)."""
+    every = (P_FOR_K_MPICH if flavour == "mpich" else P_FOR_K)[k]
+    out = [pytest.param(flavour, k, [p for p in every if not wide(flavour, p)], id=f"{flavour}-{k}")]
+    full = [p for p in every if wide(flavour, p)]
+    if full:
+        out.append(pytest.param(flavour, k, full, id=f"{flavour}-{k}-wide", marks=pytest.mark.full))
+    return out
+
+
+@pytest.mark.parametrize("flavour,k,ranks", [t for f in mpi.FLAVOURS for k in RANKS_PER_NODE
+                                             for t in tiers(f, k)])
+def test_blocking_matches_reference_at_every_p(flavour, k, ranks):
     require_build(flavour)
-    for p in (P_FOR_K_MPICH if flavour == "mpich" else P_FOR_K)[k]:
+    for p in ranks:
         assert_all_checks_passed(run_with_nodes(flavour, p, k), p)
 
 
@@ -106,7 +118,10 @@ def test_auto_picks_hierarchical_only_across_nodes_of_several_ranks(flavour):
     assert "hierarchical" not in auto_choices(flavour, 8, dict(net, ranks_per_node=1))
 
 
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+WIDE_FLAVOURS = [pytest.param(f, marks=[pytest.mark.full] if wide(f, 16) else []) for f in mpi.FLAVOURS]
+
+
+@pytest.mark.parametrize("flavour", WIDE_FLAVOURS)
 def test_whole_vector_rounds_across_nodes(flavour):
     """The whole-vector allreduce by rounds of up to m nodes at once (whole_allreduce_radix),
     which the model picks for small counts when the network is much slower than the node: 2
@@ -129,7 +144,7 @@ def test_whole_vector_rounds_across_nodes(flavour):
 
 
 @pytest.mark.parametrize("mode", ["blocking", "nonblocking", "persistent"])
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("flavour", WIDE_FLAVOURS)
 def test_shares_in_rounds_of_several_nodes(flavour, mode):
     """The shares' allreduce between nodes in rounds of up to 16 nodes at once
     (share_allreduce_rounds), which the model picks when network steps are dear and further

@@ -19,7 +19,7 @@ import pytest
 
 import difftest
 from mpiopt import algorithms, mpi
-from conftest import require_build
+from conftest import rank_param, require_build
 from test_coll import assert_all_checks_passed, checker_options, run_checker
 
 ROOT = mpi.repo_root()
@@ -32,9 +32,8 @@ def mpiopt_algorithms(flavour):
 
 # ---- the C API against the reference ----
 
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("p", [1, 2, 3, 4, 7, 17])
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("flavour,p,mode", [rank_param(f, p, mode) for f in mpi.FLAVOURS
+                                            for p in (1, 2, 3, 4, 7, 17) for mode in MODES])
 def test_checker_matches_reference(flavour, p, mode):
     require_build(flavour)
     assert_all_checks_passed(run_checker(flavour, p, checker_options(p) + ["--mode", mode],
@@ -69,8 +68,7 @@ def test_dropin_mixed_requests_every_algorithm(flavour, p):
         assert schedule_lines(r.stderr, "ireduce"), r.stderr[-2000:]
 
 
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
-@pytest.mark.parametrize("p", [1, 2, 5, 17])
+@pytest.mark.parametrize("flavour,p", [rank_param(f, p) for f in mpi.FLAVOURS for p in (1, 2, 5, 17)])
 def test_dropin_mixed_requests_auto(flavour, p):
     """auto: mpiopt's schedules or the vendor's requests, whichever auto picks per call."""
     require_build(flavour)

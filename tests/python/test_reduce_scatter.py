@@ -14,8 +14,8 @@ import textwrap
 import pytest
 
 from mpiopt import algorithms, mpi
-from conftest import (assert_all_taken, assert_vendor_when_asked, mpi4py_flavour, report_rows,
-                      require_build)
+from conftest import (assert_all_taken, assert_vendor_when_asked, mpi4py_flavour, rank_param,
+                      report_rows, require_build)
 
 KINDS = ("MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Ireduce_scatter_block",
          "MPI_Ireduce_scatter", "MPI_Reduce_scatter_block_init", "MPI_Reduce_scatter_init")
@@ -34,8 +34,8 @@ CASES = [("auto", 1), ("auto", 2), ("auto", 3), ("auto", 8), ("auto", 17),
          ("shared_memory", 3)]
 
 
-@pytest.mark.parametrize("algorithm,p", CASES)
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("flavour,p,algorithm", [rank_param(f, p, a, id=f"{f}-{a}-{p}")
+                                                 for f in mpi.FLAVOURS for a, p in CASES])
 def test_every_form_matches_the_reference(flavour, algorithm, p):
     require_build(flavour)
     env = {"MPIOPT_REPORT": "1", "MPIOPT_REDUCE_SCATTER": algorithm,

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from mpiopt import mpi
-from conftest import assert_all_taken, assert_vendor_when_asked, require_build
+from conftest import assert_all_taken, assert_vendor_when_asked, rank_param, require_build
 
 KINDS = ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan", "MPI_Scan_init", "MPI_Exscan_init")
 
@@ -21,8 +21,7 @@ def run_scan(flavour, p, preload=True, env=None, max_count="20001"):
                    env=dict(os.environ, **(env or {})), timeout=300)
 
 
-@pytest.mark.parametrize("p", [1, 2, 3, 5, 8, 17])
-@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+@pytest.mark.parametrize("flavour,p", [rank_param(f, p) for f in mpi.FLAVOURS for p in (1, 2, 3, 5, 8, 17)])
 def test_every_form_matches_the_reference(flavour, p):
     require_build(flavour)
     r = run_scan(flavour, p, env={"MPIOPT_REPORT": "1"}, max_count="20001" if p <= 8 else "3001")
