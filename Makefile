@@ -86,7 +86,7 @@ test-c: build
 
 # The suite's tiers (pytest markers, tests/python/conftest.py): `make test` (CI's, README's) runs
 # every test but those marked `full`, within 25 minutes on 2 cores; `make test-full` adds them (the
-# 1023- and 4096-rank README simulations, MPICH's runs above 8 ranks: conftest.wide). Each run writes its durations
+# README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks: conftest.wide). Each run writes its durations
 # (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
 # `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
 PYTEST_RUN = rm -f build/pytest-checks.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \
@@ -94,13 +94,7 @@ PYTEST_RUN = rm -f build/pytest-checks.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/bui
 test-py: build venv
 	$(PYTEST_RUN) -m "not full" tests/python   # the slowest tests listed: the budget is 25 min
 
-# SMPI at 4096 ranks maps more than Linux's default vm.max_map_count allows in one process
-FULL_MAP_COUNT := 262144
 test-full: test-c test-mpis test-abi-build venv
-	@if [ "$$(cat /proc/sys/vm/max_map_count)" -lt $(FULL_MAP_COUNT) ]; then \
-	  if [ "$$(id -u)" = 0 ]; then echo "raising vm.max_map_count to $(FULL_MAP_COUNT) (4096 simulated ranks)"; \
-	    sysctl -qw vm.max_map_count=$(FULL_MAP_COUNT); \
-	  else echo "note: vm.max_map_count < $(FULL_MAP_COUNT): the 4096-rank simulation will say how to raise it" >&2; fi; fi
 	$(PYTEST_RUN) tests/python
 
 # CI tests one current MPI from PyPI too (tests/python/test_install.py: configure, build,

@@ -22,8 +22,8 @@ BUILT_FLAVOURS = mpi.built_flavours()
 
 def pytest_configure(config):
     # the tiers (Makefile): `make test` runs -m "not full"; `make test-full` runs everything
-    config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the 1023- and "
-                            "4096-rank simulations, the widest rank counts)")
+    config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the README's "
+                            "simulations of 1000 ranks or more, MPICH above 8 ranks)")
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
 
 

@@ -216,15 +216,17 @@ def test_too_few_memory_mappings_is_said_before_the_run(tmp_path, monkeypatch):
 def test_large_runs_leave_out_what_the_model_rules_out(tmp_path, monkeypatch):
     """From 2048 ranks a run without --algorithms leaves out the algorithms the cost model prices
     at more than 4x the best at every size (the ring at 4096 ranks: its simulation alone outlasts
-    the others' by far), says so, and `--algorithms all` insists; below that, all run. The
-    simulations themselves are replaced here (what each would be asked to run is recorded): the
-    4096-rank run itself is in the full tier's README example."""
+    the others' by far), and without --vendors SMPI's node-aware selections (mpich: p^2 messages
+    of setup), says so, and `--algorithms all` / `--vendors` insist; below that, all run. The
+    simulations themselves are replaced here (what each would be asked to run is recorded): a
+    4096-rank run takes longer than any tier allows on 2 cores (docs/simulation.md)."""
     from conftest import run_mpiopt_in_process
     from mpiopt.simulation import allreduce as sim
-    asked = []
+    asked, vendors_asked = [], []
 
-    def fake_simulate(kind, ranks, sizes, ppn, algorithms, *args, **kwargs):
+    def fake_simulate(kind, ranks, sizes, ppn, algorithms, vendors, *args, **kwargs):
         asked.append((ranks, list(algorithms)))
+        vendors_asked.append(list(vendors))
         return [{"algorithm": a, "ranks": ranks, "bytes": n, "seconds": 1e-5}
                 for a in ["auto", "mpich", *algorithms] for n in sizes]
 
@@ -238,10 +240,14 @@ def test_large_runs_leave_out_what_the_model_rules_out(tmp_path, monkeypatch):
     assert asked[-1] == (4096, [a for a in every if a != "ring"])
     assert "p=4096: leaving out ring (the cost model prices it at" in r.stderr
     assert "--algorithms all runs it" in r.stderr
-    r = run_mpiopt_in_process(*base, "--ranks", "4096", "--algorithms", "all")
+    # and SMPI's mpich selection, whose node-aware setup is p^2 messages of host work
+    assert vendors_asked[-1] == ["ompi"] and "leaving out SMPI's mpich" in r.stderr
+    r = run_mpiopt_in_process(*base, "--ranks", "4096", "--algorithms", "all", "--vendors", "mpich,ompi")
     assert r.returncode == 0 and asked[-1] == (4096, every) and "leaving out" not in r.stderr
+    assert vendors_asked[-1] == ["mpich", "ompi"]
     r = run_mpiopt_in_process(*base, "--ranks", "1023")
     assert r.returncode == 0 and asked[-1] == (1023, every) and "leaving out" not in r.stderr
+    assert vendors_asked[-1] == ["mpich", "ompi"]
     # one message per large p; the small sizes alone rule out more (binomial, recursive doubling
     # grow with log p at 8 MiB, the ring with p)
     r = run_mpiopt_in_process(*base[:2], "--sizes", "8M", "--ranks", "16384", "--results", tmp_path / "r2")

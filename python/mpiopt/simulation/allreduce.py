@@ -61,6 +61,11 @@ SMALL_BYTES = 8192      # the benchmark's (OSU's) limit between -x and --warmup-
 # time the model already puts at 100x the best.
 PRUNE_FROM_RANKS = 2048
 RULED_OUT_FACTOR = 4.0
+# From PRUNE_FROM_RANKS ranks the default --vendors leaves these out too: SMPI's node-aware
+# selections set up every communicator with Comm::init_smp, p^2 messages of host work (a first
+# allreduce under `mpich` at 4096 ranks, 16 a node, had not returned after 16 minutes; docs/
+# simulation.md, "4096 ranks, 16 a node"). `ompi`'s selection is flat.
+SLOW_SETUP_VENDORS = ("mpich", "mvapich2", "impi") + SMPI_SMP_AWARE
 
 
 def add_arguments(p) -> None:
@@ -77,10 +82,11 @@ def add_arguments(p) -> None:
                    "(SMPI's --vendors alone, without auto, one smpirun each). Default: all; from "
                    f"{PRUNE_FROM_RANKS} ranks, all but those the cost model prices at more than "
                    f"{RULED_OUT_FACTOR:g}x the best at every size asked (it says which)")
-    p.add_argument("--vendors", default=",".join(VENDORS), metavar="LIST",
+    p.add_argument("--vendors", default=None, metavar="LIST",
                    help="SMPI allreduces to compare with: selectors (" + ", ".join(SMPI_SELECTORS)
                    + ") or algorithms (" + ", ".join(SMPI_ALGORITHMS) + "); 'smp' stands for "
-                   "all SMP-aware ones (default mpich,ompi)")
+                   "all SMP-aware ones (default mpich,ompi; from " f"{PRUNE_FROM_RANKS} ranks ompi alone: "
+                   "the others' setup takes p^2 messages of host work, it says so)")
     p.add_argument("--iterations", type=int, default=1, metavar="N",
                    help="timed iterations per size (default 1: runs are deterministic)")
     p.add_argument("--tuning", metavar="FILE",
@@ -126,7 +132,7 @@ def _parse(args) -> dict:
         raise UsageError(f"unknown algorithm {unknown[0]!r} (expected all or a list of "
                          f"{', '.join(known)})")
     vendors = []
-    for v in (v for v in args.vendors.split(",") if v):
+    for v in (v for v in (",".join(VENDORS) if args.vendors is None else args.vendors).split(",") if v):
         for name in (SMPI_SMP_AWARE if v == "smp" else [v]):
             if name not in SMPI_ALLREDUCES:
                 raise UsageError(f"--vendors: {name!r} is not an SMPI allreduce (expected a list of "
@@ -138,7 +144,7 @@ def _parse(args) -> dict:
     if args.tuning and not Path(args.tuning).is_file():
         raise UsageError(f"tuning file {args.tuning} does not exist")
     return {"ranks": ranks, "sizes": sizes, "algorithms": algorithms, "vendors": vendors,
-            "default_algorithms": args.algorithms is None}
+            "default_algorithms": args.algorithms is None, "default_vendors": args.vendors is None}
 
 
 def ruled_out(ranks: int, sizes: list[int], net: smpi.Network = smpi.Network()) -> dict[str, float]:
@@ -369,7 +375,15 @@ def run(args) -> int:
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("building with smpicc", total=None)
         for p in spec["ranks"]:
-            algorithms = spec["algorithms"] or []
+            algorithms, vendors = spec["algorithms"] or [], spec["vendors"]
+            if spec["default_vendors"] and p >= PRUNE_FROM_RANKS:
+                slow = [v for v in vendors if v in SLOW_SETUP_VENDORS]
+                vendors = [v for v in vendors if v not in SLOW_SETUP_VENDORS]
+                if slow:
+                    err.print(f"mpiopt simulate allreduce: p={p}: leaving out SMPI's "
+                              f"{', '.join(slow)} (its node-aware setup takes p^2 messages of host "
+                              f"work: over 16 minutes at 4096 ranks); --vendors "
+                              f"{','.join(VENDORS)} runs it", markup=False, highlight=False)
             if spec["default_algorithms"]:
                 algorithms, left_out = default_algorithms(p, spec["sizes"])
                 if left_out:
@@ -379,7 +393,7 @@ def run(args) -> int:
                               + "; --algorithms all runs it", markup=False, highlight=False)
             try:
                 records += simulate(args.platform, p, spec["sizes"], args.ppn,
-                                    algorithms, spec["vendors"], args.iterations,
+                                    algorithms, vendors, args.iterations,
                                     args.tuning,
                                     progress=lambda text: bar.update(task, description=text),
                                     mpiopt=spec["algorithms"] is not None, phases=phases)
