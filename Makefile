@@ -85,7 +85,7 @@ test-c: build
 	@for f in $(FLAVOURS); do (cd build/$$f && ctest --output-on-failure) || exit 1; done
 
 # The suite's tiers (pytest markers, tests/python/conftest.py): `make test` (CI's, README's) runs
-# every test but those marked `full`, within 25 minutes on 2 cores; `make test-full` adds them (the
+# every test but those marked `full` (budget: 25 minutes on 2 cores); `make test-full` adds them (the
 # README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks: conftest.wide). Each run writes its durations
 # (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
 # `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
