@@ -68,6 +68,12 @@ def rank_param(flavour: str, p: int, *rest, id: str | None = None):
     return pytest.param(flavour, p, *rest, id=id, marks=[pytest.mark.full] if wide(flavour, p) else [])
 
 
+def timed_out_output(e) -> tuple[str, str]:
+    """(stdout, stderr) read before a subprocess.TimeoutExpired, as text (it may hold bytes)."""
+    text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+    return text(e.stdout), text(e.stderr)
+
+
 @pytest.fixture
 def mpiopt():
     """The command runner: mpiopt("bench", "--help").returncode == 0."""

@@ -21,7 +21,7 @@ import subprocess
 import pytest
 
 from mpiopt import algorithms, jobs, mpi
-from conftest import report_rows, require_build
+from conftest import report_rows, require_build, timed_out_output
 
 LIFETIME_CASES = ("op", "type", "comm", "persistent")
 
@@ -42,8 +42,7 @@ def run_case(flavour, p, case, env=None, timeout=120, wrapper=(), count=None):
                      env=mpi.launch_env(flavour, True, dict(os.environ, **(env or {}))))
         return r.returncode, r.stdout, r.stderr
     except subprocess.TimeoutExpired as e:
-        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        return None, text(e.stdout), text(e.stderr)
+        return (None, *timed_out_output(e))
 
 
 def forced(alg):

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from mpiopt import jobs, mpi
-from conftest import require_build
+from conftest import require_build, timed_out_output
 
 MiB = 1 << 20
 LINE = re.compile(r"many_comms (\w+): (\d+) comms, shm_used_bytes (-?\d+), peak_rss_kib (-?\d+), "
@@ -36,8 +36,7 @@ def many_comms(flavour, p, mode, n, large=65536, preload=True, env=None, wrapper
                         env=mpi.launch_env(flavour, preload, dict(os.environ, **(env or {}))))
         out, err, code = done.stdout, done.stderr, done.returncode
     except subprocess.TimeoutExpired as e:  # a hung job: every rank goes (jobs.run), it failed
-        text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
-        out, err, code = text(e.stdout), text(e.stderr), None
+        (out, err), code = timed_out_output(e), None
     r = subprocess.CompletedProcess(cmd, code, out, err)
     m = LINE.search(r.stdout)
     return r, ({"shm": int(m.group(3)), "rss": int(m.group(4)) * 1024,
