@@ -7,8 +7,8 @@ module, as the named interpreter imports it) by its ABI name (libmpi.so.40: Open
 or libmpi.so.12: the MPICH family), starts it with that MPI's launcher (Debian's mpirun.<flavour>,
 or the mpiexec of the installation the library belongs to) and sets LD_PRELOAD to the libmpiopt.so
 built for it (this tree's, --prefix / MPIOPT_PREFIX's, --lib, or the one pip built into this
-package: mpi.py, packaged_build). A libmpiopt.so built for the other family is refused with a
-clear error."""
+package: mpi.py, packaged_build), after the user's own preloaded tools (mpi.preload_order). A
+libmpiopt.so built for the other family is refused with a clear error."""
 from __future__ import annotations
 
 import os
@@ -62,9 +62,12 @@ print('library:' + next((f for f in maps if f.rsplit('/', 1)[-1].startswith(('li
 
 def _mpi4py_mpi(python: Path) -> tuple[str | None, Path | None]:
     """The MPI (flavour, library) of the mpi4py that `python` imports."""
+    # without the user's LD_PRELOAD, as for ldd (mpi.linked_mpi): a preloaded tool linked with
+    # an MPI would put that MPI in the maps before mpi4py's
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     try:
         out = subprocess.run([str(python), "-c", _MPI4PY_PROBE],
-                             capture_output=True, text=True, timeout=60)
+                             capture_output=True, text=True, timeout=60, env=env)
     except (OSError, subprocess.SubprocessError):
         return None, None
     if out.returncode != 0:
@@ -102,6 +105,29 @@ def _drop_in_library(args) -> Path | None:
         return Path(args.lib)
     prefix = args.prefix or os.environ.get("MPIOPT_PREFIX") or mpi.enclosing_prefix()
     return Path(prefix) / "lib" / "libmpiopt.so" if prefix else None
+
+
+def user_preloads(paths) -> list[str]:
+    """The --preload libraries, in the order given, as absolute paths (the ranks may start in
+    another directory); a UsageError for one that is not there or not a shared library, checked
+    before anything is written or launched (ld.so would only warn, and run the program without
+    it)."""
+    out = []
+    for given in paths or []:
+        path = Path(given).expanduser()
+        if not path.is_file():
+            raise UsageError(f"--preload {given}: no such file" + (
+                "" if os.sep in given else " (give the library's path, e.g. "
+                f"$(gcc -print-file-name={given}))"))
+        try:
+            with path.open("rb") as f:
+                magic = f.read(4)
+        except OSError as e:
+            raise UsageError(f"--preload {given}: cannot read it: {e.strerror}") from None
+        if magic != b"\x7fELF":
+            raise UsageError(f"--preload {given}: not a shared library (no ELF header)")
+        out.append(str(path.resolve()))
+    return out
 
 
 def _split_command(launcher_opts: list[str], rest: list[str]) -> tuple[list[str], list[str]]:
@@ -157,10 +183,16 @@ class Launch:
     inspected: str           # what the MPI was detected from (the binary, mpi4py as imported by …)
     preload: Path | None     # the libmpiopt.so preloaded, None with --no-preload
 
+    @property
+    def ld_preload(self) -> str | None:
+        """LD_PRELOAD as the ranks get it (mpi.preload_order), None when nothing is preloaded."""
+        return self.env.get("LD_PRELOAD")
+
 
 def plan_launch(args, workdir: Path) -> Launch:
     """The launch `args` (the options of add_launch_arguments) ask for, with any placement files
     written into `workdir`, which must outlive the run. Every problem is a UsageError."""
+    tools = user_preloads(getattr(args, "preload", None))
     launcher_opts, program = _split_command(getattr(args, "launcher_extra", []), args.command)
     if not program:
         raise UsageError("no program to run (mpiopt run -np N -- ./app args)")
@@ -216,7 +248,7 @@ def plan_launch(args, workdir: Path) -> Launch:
     if profile_dir is not None and not profile_lib.exists():
         raise UsageError(f"{profile_lib} is not built: run `make build` first")
     env = mpi.launch_env(flavour, preload=not args.no_preload, profile=profile_dir is not None,
-                         lib=lib, profile_lib=profile_lib)
+                         lib=lib, profile_lib=profile_lib, tools=tools)
     if profile_dir is not None:
         env["MPIOPT_PROFILE_DIR"] = str(profile_dir)
         env.update(getattr(args, "profile_env", {}))

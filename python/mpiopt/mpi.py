@@ -291,12 +291,35 @@ def launcher(flavour: str, np: int, extra: list[str] | None = None, bind_none: b
     return cmd + list(extra or [])
 
 
+def preload_entries(value: str | None) -> list[str]:
+    """The libraries of an LD_PRELOAD value, in order (ld.so splits it at colons and spaces)."""
+    return [x for x in re.split(r"[: ]+", value or "") if x]
+
+
+def preload_order(inherited: str | None, tools=(), mpiopt_libs=()) -> list[str]:
+    """LD_PRELOAD for a launch, the one order `mpiopt run`, `profile` and `advise` use: the
+    LD_PRELOAD already set (`inherited`, as it was), then the user's `tools` (--preload, in the
+    order given), then mpiopt's own libraries (the profiler, then the drop-in). The user's come
+    first because some must (ASan's runtime refuses to start unless it is the first library),
+    and so that a tool that wraps MPI calls sees the program's calls first, as it would without
+    mpiopt. A library named twice keeps its first place only: ld.so loads it
+    once, there, so the list says what the process gets."""
+    out, seen = [], set()
+    for entry in [*preload_entries(inherited), *map(str, tools), *map(str, mpiopt_libs)]:
+        key = os.path.realpath(entry) if os.sep in entry else entry
+        if key not in seen:
+            seen.add(key)
+            out.append(entry)
+    return out
+
+
 def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
                profile: bool = False, lib: Path | None = None,
-               profile_lib: Path | None = None) -> dict:
-    """Environment for a launch: quiet Open MPI as root, and optionally LD_PRELOAD libmpiopt
-    (this build tree's for the flavour, or `lib`) and/or the profiler (first, so that it times
-    the drop-in's MPI_Allreduce too)."""
+               profile_lib: Path | None = None, tools=()) -> dict:
+    """Environment for a launch: quiet Open MPI as root, and LD_PRELOAD in preload_order: what
+    `env` had, the user's `tools`, then optionally the profiler (in front of the drop-in, so
+    that it times the drop-in's MPI_Allreduce too) and libmpiopt (this build tree's for the
+    flavour, or `lib`)."""
     out = dict(os.environ if env is None else env)
     inst = _installed(flavour)
     if inst:
@@ -310,9 +333,9 @@ def launch_env(flavour: str, preload: bool = False, env: dict | None = None,
             out.setdefault("OMPI_MCA_btl_sm_single_copy_mechanism", "none")
     libs = ([str(profile_lib or profile_library(flavour))] if profile else []) + \
         ([str(lib or library(flavour))] if preload else [])
-    if libs:
-        lib = ":".join(libs)
-        out["LD_PRELOAD"] = f"{lib}:{out['LD_PRELOAD']}" if out.get("LD_PRELOAD") else lib
+    order = preload_order(out.get("LD_PRELOAD"), tools, libs)
+    if order:
+        out["LD_PRELOAD"] = ":".join(order)
     return out
 
 
@@ -369,8 +392,12 @@ def mpi_of_ldd(ldd_output: str) -> tuple[str | None, Path | None]:
 
 def linked_mpi(executable: str | Path) -> tuple[str | None, Path | None]:
     """(flavour, MPI library path) an executable (or mpi4py's extension module) links."""
+    # without the user's LD_PRELOAD: ldd lists preloaded libraries too, and a tool linked with
+    # an MPI would pass for the program's
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     try:
-        out = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(["ldd", str(executable)], capture_output=True, text=True, timeout=30,
+                             env=env).stdout
     except (OSError, subprocess.SubprocessError):
         return None, None
     return mpi_of_ldd(out)

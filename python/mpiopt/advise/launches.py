@@ -59,6 +59,8 @@ class Launcher:
     lib: Path | None = None         # --mpi: the libmpiopt.so and profiler built for that MPI
     profile_lib: Path | None = None
     extra_env: dict = field(default_factory=dict)
+    tools: list = field(default_factory=list)      # --preload: the user's libraries, checked
+    ld_preload: dict = field(default_factory=dict)  # variant -> the LD_PRELOAD its runs had
 
     def _args(self, variant: Variant, profile_dir: Path, sites: bool) -> SimpleNamespace:
         return SimpleNamespace(
@@ -66,7 +68,7 @@ class Launcher:
             no_preload=not variant.preload, lib=str(self.lib) if self.lib else None, prefix=None,
             rank_order=variant.rank_order, hosts=variant.hosts, hostfile=None, ppn=variant.ppn,
             no_srun=True, report=variant.preload, profile_dir=profile_dir,
-            profile_lib=self.profile_lib,
+            profile_lib=self.profile_lib, preload=self.tools,
             profile_env={"MPIOPT_PROFILE_SITES": "1", "MPIOPT_PROFILE_STACK": "0"} if sites else {})
 
     def check(self, variant: Variant) -> str:
@@ -81,6 +83,7 @@ class Launcher:
         (directory / PROFILE_NAME).unlink(missing_ok=True)
         launch = plan_launch(self._args(variant, directory, sites), directory)
         env = {**launch.env, **self.extra_env}
+        self.ld_preload[variant.name] = env.get("LD_PRELOAD")
         start = time.perf_counter()
         try:
             r = jobs.run(launch.cmd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)

@@ -12,6 +12,8 @@ from pathlib import Path
 from .. import mpi
 from ..advise import launches, output
 from ..errors import UsageError
+from ..launch import user_preloads
+from . import run
 
 
 EXAMPLE = """examples:
@@ -20,13 +22,20 @@ EXAMPLE = """examples:
   mpiopt advise -np 4 --source . --build "make CC=mpicc.mpich" --check "energy .*" -- ./app in.txt
       + the costly call sites rewritten in a copy of . , rebuilt, checked and measured
   mpiopt advise -np 8 --ppn 4 --repeat 5 -o advice --json -- python3 app.py
+  mpiopt advise -np 4 --preload ./libtool.so -- ./app
+      your own tool preloaded in every run: LD_PRELOAD=$PWD/libtool.so:.../libmpiopt-profile.so
+      as it is, and :.../libmpiopt.so after it from the drop-in step on
 
+{order}
 Every variant runs with the profiler (so each run gives its MPI time); the variants run in turn,
 --repeat rounds, and each step is compared with the one before it: median, the runs' range, and
 "no measurable change" where the ranges overlap. Writes DIR/report.md, report.html, report.json,
 the plots, the order file (placement) and transform.diff (never applied to your tree).
 Exit status: 0, or 1 when a step changed the program's output (the report says where).
 """
+EXAMPLE = EXAMPLE.format(order=run.preload_order_help(
+    "libmpiopt-profile.so (every run), then libmpiopt.so (from the drop-in step on)",
+    shown="--json and report.json give each step's LD_PRELOAD (ld_preload)."))
 
 
 def _variant_rows(results: dict) -> list[list[str]]:
@@ -97,7 +106,7 @@ def _sections(results: dict, plots: dict) -> list[output.Section]:
 
 
 def _launcher_for(args, workdir: Path) -> launches.Launcher:
-    launcher = launches.Launcher(args.np, args.flavour, workdir)
+    launcher = launches.Launcher(args.np, args.flavour, workdir, tools=user_preloads(args.preload))
     if args.mpi:
         try:
             inst = mpi.installation(args.mpi)
@@ -126,6 +135,7 @@ def _split(command: list[str]) -> list[str]:
 def advise(args) -> int:
     from ..advise.session import Session
     program = _split(args.command)
+    user_preloads(args.preload)    # a bad --preload: an error before DIR is made or emptied
     if args.np < 1 or args.repeat < 1:
         raise UsageError("-np and --repeat must be at least 1")
     if bool(args.source) != bool(args.build):
@@ -145,8 +155,10 @@ def advise(args) -> int:
         raise UsageError(f"cannot create {out}: {e.strerror}") from None
     runs = out / "runs"
     shutil.rmtree(runs, ignore_errors=True)   # an older advice's runs must not pass for this one's
-    session = Session(args, program, out, _launcher_for(args, runs))
+    launcher = _launcher_for(args, runs)
+    session = Session(args, program, out, launcher)
     results = session.run()
+    results["ld_preload"] = launcher.ld_preload
     plots = {}
     if not args.no_plots:
         plots = session.plots()
@@ -187,6 +199,9 @@ def register(sub) -> None:
                    "(run in the copy, e.g. \"make CC=mpicc\")")
     p.add_argument("--check", metavar="REGEX", help="compare only what this matches in stdout "
                    "(default: the whole stdout, floating numbers to a relative 1e-8)")
+    p.add_argument("--preload", action="append", metavar="LIB", default=[],
+                   help="also preload this shared library (your own tool) in every run, in front "
+                   "of mpiopt's; repeat for more, in the order given (the order: see below)")
     p.add_argument("--repeat", type=int, default=3, metavar="R",
                    help="rounds of runs, every variant once a round (default 3)")
     p.add_argument("-o", "--output", default="mpiopt-advise", metavar="DIR",

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import UsageError
+from ..launch import user_preloads
 from ..profile import PROFILE_NAME, load, site_rows
 from . import report, run
 
@@ -26,13 +27,22 @@ EXAMPLE = """examples:
   mpiopt profile -np 4 --sites --stack 2 -- ./app   sites told apart by the 2 callers above
   mpiopt profile -np 4 --trace -- ./app          + timeline: DIR/mpiopt-trace/traces.otf2 (OTF2)
   mpiopt report mpiopt-profile.json --chrome-trace timeline.json   for ui.perfetto.dev
+  mpiopt profile -np 4 --preload ./libtool.so -- ./app
+      your own tool preloaded too: LD_PRELOAD=$PWD/libtool.so:.../libmpiopt-profile.so:.../libmpiopt.so
 
+{order}
 Writes DIR/mpiopt-profile.json (for `mpiopt report`, `mpiopt place search --matrix`) and
 DIR/mpiopt-profile.txt (the Cray-style text report). Launcher options as for `mpiopt run`.
 """
+EXAMPLE = EXAMPLE.format(order=run.preload_order_help(
+    "libmpiopt-profile.so, then libmpiopt.so (not with --no-preload)",
+    "A tool in front that makes MPI calls, or wraps the program's and forwards them to MPI_*, is "
+    "profiled with the program (those calls' sites are in the tool); one that forwards to PMPI_* "
+    "hides the program's calls from the profiler."))
 
 
 def profile(args) -> int:
+    user_preloads(args.preload)    # a bad --preload: an error before DIR is made or emptied
     out = Path(args.output)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -71,6 +81,7 @@ def profile(args) -> int:
     if want_json:
         print(json.dumps({"profile": str(path), "text_report": str(out / "mpiopt-profile.txt"),
                           "flavour": getattr(args, "flavour_used", None), "exit_status": status,
+                          "ld_preload": getattr(args, "ld_preload_used", None),
                           "ranks": prof.ranks, "mpi": prof.data["mpi"],
                           **({"sites": site_rows(prof)} if args.sites or args.stack else {}),
                           **({"trace": prof.data.get("trace")} if args.trace or args.trace_events else {})},
@@ -91,8 +102,8 @@ def register(sub) -> None:
                        "`mpiopt run`, with libmpiopt-profile.so preloaded in front of libmpiopt.so, "
                        "and print the min/max/avg (minPE/maxPE) report of its MPI time.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_launch_arguments(p, json_help="print a JSON summary (paths, exit status, MPI totals) "
-                             "instead of the tables")
+    run.add_launch_arguments(p, json_help="print a JSON summary (paths, exit status, LD_PRELOAD, "
+                             "MPI totals) instead of the tables")
     p.add_argument("-o", "--output", default=os.curdir, metavar="DIR",
                    help="directory for mpiopt-profile.json and .txt (default: the current one)")
     p.add_argument("--top", type=int, default=0, metavar="N",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import textwrap
 from pathlib import Path
 
 from .. import jobs, mpi
@@ -22,11 +23,33 @@ EXAMPLE = """examples:
                                                 Spack, pip): its own mpiexec, and the libmpiopt.so
                                                 of the mpiopt installed for it
   mpiopt run -np 8 --rank-order MPICH_RANK_ORDER --hosts n1,n2 --ppn 4 -- ./app
+  mpiopt run -np 4 --preload ./libtool.so --preload ./libtrace.so -- ./app
+                                                your own tools preloaded too:
+                                                LD_PRELOAD=$PWD/libtool.so:$PWD/libtrace.so:.../libmpiopt.so
+  LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libasan.so.8 mpiopt run -np 4 --preload ./libtool.so -- ./app
+                                                LD_PRELOAD=.../libasan.so.8:$PWD/libtool.so:.../libmpiopt.so
 
+{order}
 Options of the launcher (mpirun.openmpi / mpirun.mpich) come before `--`; the program and its
 arguments after it. Launcher options that take a value must be written --opt=value or, if mpiopt
 would mistake the value for the program, before the first option mpiopt knows.
 """
+
+# The order of LD_PRELOAD (mpi.preload_order), told the same way by run, profile and advise.
+def preload_order_help(mpiopt_libs: str, more: str = "",
+                       shown: str = "-v and --json print the LD_PRELOAD used.") -> str:
+    """The --help paragraph on LD_PRELOAD's order; `mpiopt_libs` names what mpiopt adds last,
+    `shown` where the command tells the LD_PRELOAD it used."""
+    return textwrap.fill(
+        "LD_PRELOAD of the ranks, in this order: the LD_PRELOAD already set in the environment "
+        f"(kept as it was), then each --preload LIB in the order given, then {mpiopt_libs}. Your "
+        "tools come first because some must (ASan's runtime), and so that a tool wrapping MPI "
+        "calls sees the program's calls first, as it would without mpiopt. A --preload file that "
+        "is missing or not a shared library is an error (exit 2) and nothing is launched. "
+        + shown + (" " + more if more else ""), 96) + "\n"
+
+
+EXAMPLE = EXAMPLE.format(order=preload_order_help("libmpiopt.so (none with --no-preload)"))
 
 def run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="mpiopt-run-") as workdir:
@@ -51,9 +74,10 @@ def run(args) -> int:
     if args.json:
         # after the program's own output: what was launched, for scripts that check the drop-in
         print(json.dumps({"flavour": launch.flavour, "detected_from": launch.inspected, "command": cmd,
-                          "ld_preload": str(launch.preload) if launch.preload else None,
+                          "ld_preload": launch.ld_preload,
+                          "drop_in": str(launch.preload) if launch.preload else None,
                           "exit_status": status}))
-    args.flavour_used = launch.flavour
+    args.flavour_used, args.ld_preload_used = launch.flavour, launch.ld_preload
     return status
 
 
@@ -68,7 +92,7 @@ class _LauncherOptionsParser(argparse.ArgumentParser):
 
 
 def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the program's output, "
-                         "print one JSON line: flavour, command, LD_PRELOAD, exit status") -> None:
+                         "print one JSON line: flavour, command, LD_PRELOAD, the drop-in, exit status") -> None:
     """The options of `mpiopt run`, shared with `mpiopt profile`; the parser then keeps the
     launcher's own options (see _LauncherOptionsParser)."""
     p.__class__ = _LauncherOptionsParser
@@ -76,6 +100,9 @@ def add_launch_arguments(p: argparse.ArgumentParser, json_help: str = "after the
     p.add_argument("--flavour", choices=list(mpi.FLAVOURS),
                    help="the MPI to use when it cannot be detected (default: the one the program links)")
     p.add_argument("--no-preload", action="store_true", help="launch without libmpiopt (the vendor alone)")
+    p.add_argument("--preload", action="append", metavar="LIB", default=[],
+                   help="also preload this shared library (your own tool), in front of mpiopt's; "
+                   "repeat for more, in the order given (the order: see below)")
     p.add_argument("--lib", metavar="PATH",
                    help="the libmpiopt.so to preload (default: PREFIX/lib of --prefix, else this "
                         "source tree's build for the program's MPI, else the one pip built into "
