@@ -8,7 +8,12 @@
  * Why libdw: it reads the DWARF line table and the ELF symbol table of every module mapped in
  * the process (dwfl_linux_proc_report) through one API, finds separate debug files the
  * standard way, and is a Debian package (libdw-dev) that perf and systemd already use. The
- * stack above the caller comes from glibc's backtrace() (libgcc's DWARF unwinder). */
+ * stack above the caller comes from glibc's backtrace() (libgcc's DWARF unwinder).
+ *
+ * C++ functions are named as C++ (`ExchangeHalo(SparseMatrix_STRUCT const&, Vector_STRUCT&)`,
+ * not `_Z12ExchangeHaloRK19SparseMatrix_STRUCTR13Vector_STRUCT`): the symbol tables hold the
+ * mangled names, and libstdc++'s __cxa_demangle, looked up at run time (demangle()), turns them
+ * back. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -169,12 +174,40 @@ static void clean(char *out, size_t size, const char *s)
     out[i] = 0;
 }
 
+/* The C++ name of a mangled symbol (Itanium ABI: "_Z..."), into out; 0 when there is none to
+ * give (not mangled, no demangler, or a name it does not parse: the caller keeps the symbol).
+ * __cxa_demangle is found with dlsym, not linked: a C++ program has libstdc++ loaded and so
+ * the demangler, a C or Fortran program has no mangled names and gets no C++ runtime from the
+ * profiler. It runs at MPI_Finalize only, once a site frame; it allocates the text it returns. */
+static int demangle(const char *symbol, char *out, size_t size)
+{
+    typedef char *(*demangler)(const char *, char *, size_t *, int *);
+    static demangler cxa_demangle;
+    static int looked_up;
+    if (!symbol || strncmp(symbol, "_Z", 2) != 0)
+        return 0;
+    if (!looked_up) {
+        cxa_demangle = (demangler)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+        looked_up = 1;
+    }
+    if (!cxa_demangle)
+        return 0;
+    int status = -1;
+    char *name = cxa_demangle(symbol, NULL, NULL, &status);
+    int ok = status == 0 && name;
+    if (ok)
+        clean(out, size, name);
+    free(name);
+    return ok;
+}
+
 /* function \x1f file \x1f line \x1f module \x1f offset in function \x1f 1 if file:line known */
 static void resolve(void *dwfl_, const void *ret, char *out, size_t size)
 {
     /* a return address is the instruction after the call: look up the call itself */
     uintptr_t pc = (uintptr_t)ret - 1;
-    char function[256] = "?", file[1024] = "", module[512] = "?";
+    /* a demangled name with its parameter types runs long (templates, std:: containers) */
+    char function[1024] = "?", file[1024] = "", module[512] = "?";
     int line = 0;
     unsigned long offset = 0;
 #ifdef MPIOPT_HAVE_LIBDW
@@ -188,7 +221,8 @@ static void resolve(void *dwfl_, const void *ret, char *out, size_t size)
         GElf_Sym sym;
         const char *fn = dwfl_module_addrinfo(m, pc, &off, &sym, NULL, NULL, NULL);
         if (fn) {
-            clean(function, sizeof function, fn);
+            if (!demangle(fn, function, sizeof function))
+                clean(function, sizeof function, fn);
             offset = (unsigned long)off;
         } else {
             offset = (unsigned long)(pc - start);
@@ -213,7 +247,8 @@ static void resolve(void *dwfl_, const void *ret, char *out, size_t size)
         if (dladdr((void *)pc, &info)) {
             clean(module, sizeof module, info.dli_fname);
             if (info.dli_sname) {
-                clean(function, sizeof function, info.dli_sname);
+                if (!demangle(info.dli_sname, function, sizeof function))
+                    clean(function, sizeof function, info.dli_sname);
                 offset = (unsigned long)(pc - (uintptr_t)info.dli_saddr);
             } else {
                 offset = (unsigned long)(pc - (uintptr_t)info.dli_fbase);
@@ -228,7 +263,7 @@ static void resolve(void *dwfl_, const void *ret, char *out, size_t size)
 static char *local_text(size_t *len)
 {
     size_t cap = 1 << 16, n = 0;
-    char *text = malloc(cap), frame[2048];
+    char *text = malloc(cap), frame[4096];   /* resolve(): function, file and module, whole */
     void *dwfl = NULL;
 #ifdef MPIOPT_HAVE_LIBDW
     dwfl = open_dwfl();
@@ -238,7 +273,7 @@ static char *local_text(size_t *len)
             const struct site *x = &tables[i]->slot[s];
             if (!x->call)
                 continue;
-            char line[PROF_SITE_FRAMES * 2048 + 128];
+            char line[PROF_SITE_FRAMES * 4096 + 128];
             int k = snprintf(line, sizeof line, "%d\t%llu\t%llu\t%.9g\t", x->call - 1,
                              (unsigned long long)x->count, (unsigned long long)x->bytes, x->time);
             for (int f = 0; f < PROF_SITE_FRAMES && x->pc[f]; f++) {

@@ -39,15 +39,18 @@ def nbytes(x: float) -> str:
 
 def print_terminal(sections: list[Section]) -> None:
     from rich.table import Table
+    from rich.text import Text
     con = report_console()
     for s in sections:
         if s.rows:
             table = Table(title=s.title, title_justify="left")
             for i, h in enumerate(s.headers):
                 table.add_column(h, justify="left" if i == 0 or h in ("verdict", "output", "why",
-                                                                      "algorithms") else "right")
+                                                                      "algorithms", "where",
+                                                                      "function") else "right")
             for row in s.rows:
-                table.add_row(*row)
+                # Text, not rich markup: a C++ site's "[clone .isra.0]" would be taken for a style
+                table.add_row(*(Text(c) for c in row))
             con.print(table)
         elif s.lines:
             con.print(s.title, style="bold", markup=False)
@@ -56,7 +59,8 @@ def print_terminal(sections: list[Section]) -> None:
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    # `<` escaped: a C++ name's `std::vector<int>` would otherwise be read as an HTML tag and vanish
+    return text.replace("|", "\\|").replace("<", "\\<").replace("\n", " ")
 
 
 def markdown(title: str, sections: list[Section]) -> str:

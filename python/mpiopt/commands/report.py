@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .. import mpi
 from ..errors import UsageError
@@ -111,7 +112,8 @@ def print_sites(prof, n: int, console: Console) -> None:
     for r in rows[:n]:
         t = r["time"]
         where = r["where"] + "".join(f"\n  < {s}" for s in r["stack"])
-        table.add_row(_short_call(r["call"]), where, r["function"], f"{r['count']['avg']:.4g}",
+        # Text, not markup: a C++ name's "[clone .isra.0]" would be taken for a style and dropped
+        table.add_row(_short_call(r["call"]), Text(where), Text(r["function"]), f"{r['count']['avg']:.4g}",
                       f"{r['bytes']['avg']:.4g}", f"{t['min']:.3g}", f"{t['max']:.3g}",
                       f"{t['avg']:.3g}", str(t["min_pe"]), str(t["max_pe"]),
                       f"{100 * r['share_of_mpi_time']:.1f}")
@@ -183,7 +185,7 @@ def print_sites_comparison(a, b, n: int, console: Console) -> None:
     for c in ("call", "file:line", "function", "A count", "A time", "B count", "B time", "B/A"):
         table.add_column(c, justify="left" if c in ("call", "file:line", "function") else "right")
     for (call, where, function, stack), x, y, ratio in rows[:n]:
-        table.add_row(_short_call(call), where + "".join(f"\n  < {s}" for s in stack), function,
+        table.add_row(_short_call(call), Text(where + "".join(f"\n  < {s}" for s in stack)), Text(function),
                       f"{x['count']['avg']:.4g}" if x else "", f"{x['time']['avg']:.3g}" if x else "",
                       f"{y['count']['avg']:.4g}" if y else "", f"{y['time']['avg']:.3g}" if y else "",
                       f"{ratio:.2f}" if ratio is not None else "")

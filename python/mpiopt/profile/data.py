@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
+from .demangle import demangle_sites
 
 PROFILE_NAME = "mpiopt-profile.json"
 STAT_KEYS = ("min", "max", "avg", "min_pe", "max_pe")
@@ -102,4 +103,5 @@ def load(path: str | Path) -> Profile:
             for e in entries):
         raise ProfileError(f"{path}: matrix entries are not [source, destination, bytes, "
                            f"messages] with ranks in 0..{n - 1}")
+    demangle_sites(data)     # what the profiler could not (profile/demangle.py says when)
     return Profile(path, data)
