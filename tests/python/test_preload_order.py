@@ -184,12 +184,14 @@ def test_profile_puts_the_profiler_after_the_users_tools(tmp_path, built, flavou
 
 
 @pytest.mark.skipif(not PROFILED, reason="libmpiopt-profile not built (make build)")
-def test_advise_runs_every_step_with_the_users_tools(tmp_path, built):
+@pytest.mark.parametrize("inherit_a", [False, True], ids=["preload a b", "inherited a, preload b"])
+def test_advise_runs_every_step_with_the_users_tools(tmp_path, built, inherit_a):
     flavour = PROFILED[0]
     out = tmp_path / "advice"
+    given = ["--preload", built["b"]] if inherit_a else ["--preload", built["a"], "--preload", built["b"]]
     r, markers = launch(tmp_path, "advise", "-np", NP, "--repeat", "1", "--no-plots", "--json",
-                        "-o", out, "--preload", built["a"], "--preload", built["b"], "--",
-                        built[flavour])
+                        "-o", out, *given, "--", built[flavour],
+                        inherited=str(built["a"]) if inherit_a else None)
     assert r.returncode == 0, r.stderr[-3000:]
     data = json.loads(r.stdout)
     tools = [str(built["a"]), str(built["b"])]
