@@ -64,16 +64,6 @@ static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *reque
 }
 #endif
 
-/* MPI-4's persistent collectives (MPI_Allreduce_init, …): by their MPI-4 names where the MPI has
- * them (also Intel MPI 2021.15, which says 3.1), by Open MPI 4.1's MPIX_ names where its
- * pcollreq extension has them, else not at all. */
-#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
-#define PERSISTENT_NAME(name) MPI_##name
-#elif defined(OMPI_MAJOR_VERSION)
-#include <mpi-ext.h>
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define PERSISTENT_NAME(name) MPIX_##name
-#endif
-#endif
+#include "persistent_name.h"
 
 #endif

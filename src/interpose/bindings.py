@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """Writes the drop-in's MPI entry points for every row of collectives.list (its header says what
-each row gets) as one C file:
+each row gets) as one C file, and the list of every PMPI_* name libmpiopt defines, so that its own
+calls of those names go to the vendor (chain.h):
 
-    bindings.py collectives.list bindings.c
+    bindings.py collectives.list OUTDIR [HAND_WRITTEN.c …]
 
-The build runs it (CMakeLists.txt); the output is plain C to read in build/<flavour>/generated/.
+OUTDIR gets bindings.c (the entry points), vendor.h (included before every source of the
+library: each such PMPI_X renamed to a pointer to the vendor's) and vendor_table.c (those
+pointers and their names, which chain.c resolves). The hand-written entry points of
+src/interpose/*.c are found by their MPIOPT_C_ENTRY(Name, …) lines. The build runs it
+(CMakeLists.txt); the output is plain C to read in build/<flavour>/generated/.
 Only the standard library: it runs wherever CMake does."""
 import os
+import re
 import sys
 
 # kind: (C type, large-count C type, standard name, Fortran -> C conversion of argument x)
@@ -79,18 +85,25 @@ def read_rows(path):
     return rows
 
 
+def entry(name, params, args, call, attrs=""):
+    """The C entry point `name` and its PMPI_ name, running `call` unless a tool follows
+    (chain.h)."""
+    return f"MPIOPT_CHAIN_ENTRY({attrs}, {name}, ({params}), ({args}),\n                   {call})\n"
+
+
 def fortran_symbols(impl, params, args, lower, upper):
-    return (f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({params}), ({args}), {lower}, {upper})\n"
-            f"MPIOPT_FORTRAN_F08_SYMBOL({impl}, ({params}), ({args}), {lower})\n")
+    return (f"MPIOPT_FORTRAN_ENTRY({impl}, ({params}), ({args}), {lower}, {upper})\n"
+            f"MPIOPT_FORTRAN_F08_ENTRY({impl}, ({params}), ({args}), {lower})\n")
 
 
 def blocking(r):
     out = []
     if "handoff" in r.forms:
-        out.append(f"MPIOPT_HANDOFF_PLACEMENT int MPI_{r.Name}({r.params()})\n{{\n"
-                   f"    return mpiopt_{r.name}_entry({r.names()}, MPIOPT_ALG_AUTO);\n}}\n")
+        out.append(entry(f"MPI_{r.Name}", r.params(), r.names(),
+                         f"mpiopt_{r.name}_entry({r.names()}, MPIOPT_ALG_AUTO)",
+                         "MPIOPT_HANDOFF_PLACEMENT"))
     else:
-        out.append(f"int MPI_{r.Name}({r.params()})\n{{\n    return {r.api(r.names())};\n}}\n")
+        out.append(entry(f"MPI_{r.Name}", r.params(), r.names(), r.api(r.names())))
     fp, fa = f"{r.f_params()}, MPI_Fint *ierr", f"{r.names()}, ierr"
     out.append(f"static void {r.name}_f({fp})\n{{\n"
                f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n"
@@ -104,8 +117,8 @@ def nonblocking(r):
     fp, fa = f"{r.f_params()}, MPI_Fint *request, MPI_Fint *ierr", f"{r.names()}, request, ierr"
     api = r.api(r.f_args(), "nonblocking").replace(", request)", ", &c_request)")
     return [
-        f"int MPI_I{r.name}({r.params()}, MPI_Request *request)\n{{\n"
-        f"    return {r.api(r.names(), 'nonblocking')};\n}}\n",
+        entry(f"MPI_I{r.name}", f"{r.params()}, MPI_Request *request", f"{r.names()}, request",
+              r.api(r.names(), "nonblocking")),
         f"static void i{r.name}_f({fp})\n{{\n"
         f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n    MPI_Request c_request;\n"
         f"    int rc = {api};\n"
@@ -121,9 +134,9 @@ def persistent(r):
     api = api.replace(", request)", ", &c_request)")
     impl = f"{r.name}_init_f"
     return [
-        "#ifdef PERSISTENT_NAME\n"
-        f"int PERSISTENT_NAME({r.Name}_init)({r.params()}, MPI_Info info, MPI_Request *request)\n"
-        f"{{\n    return {r.api(r.names(), 'persistent')};\n}}\n#endif\n",
+        "#ifdef PERSISTENT_NAME\n" +
+        entry(f"PERSISTENT_NAME({r.Name}_init)", f"{r.params()}, MPI_Info info, MPI_Request *request",
+              f"{r.names()}, info, request", r.api(r.names(), "persistent")) + "#endif\n",
         f"static void {impl}({fp})\n{{\n"
         f"    mpiopt_report_door(MPIOPT_DOOR_FORTRAN);\n    MPI_Request c_request;\n"
         f"    int rc = {api};\n"
@@ -131,10 +144,10 @@ def persistent(r):
         # MPI-4 names where the MPI has them, else Open MPI 4.1's MPIX_ (whose `use mpi_f08`
         # calls its own names, fortran.h)
         "#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)\n"
-        f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({fp}), ({fa}), mpi_{r.name}_init, MPI_{r.NAME}_INIT)\n"
+        f"MPIOPT_FORTRAN_ENTRY({impl}, ({fp}), ({fa}), mpi_{r.name}_init, MPI_{r.NAME}_INIT)\n"
         "#else\n"
-        f"MPIOPT_FORTRAN_SYMBOLS({impl}, ({fp}), ({fa}), mpix_{r.name}_init, MPIX_{r.NAME}_INIT)\n"
-        f"MPIOPT_FORTRAN_F08_SYMBOL({impl}, ({fp}), ({fa}), mpix_{r.name}_init)\n"
+        f"MPIOPT_FORTRAN_ENTRY({impl}, ({fp}), ({fa}), mpix_{r.name}_init, MPIX_{r.NAME}_INIT)\n"
+        f"MPIOPT_FORTRAN_F08_ENTRY({impl}, ({fp}), ({fa}), mpix_{r.name}_init)\n"
         "#endif\n",
     ]
 
@@ -156,17 +169,21 @@ def large_count(r):
             call = f"mpiopt_{r.name}_entry({r.names('n')}, MPIOPT_ALG_AUTO)"
         else:
             call = r.api(r.names("n"), form)
+        # the work of the call is a function of its own, which the chain's two names call
+        own = f"mpiopt_own_{name}"
+        params, args = f"{r.params(large=True)}{extra_params}", f"{r.names()}{extra_args}"
         if r.counts:
-            out.append(f"int {name}({r.params(large=True)}{extra_params})\n{{\n"
+            out.append(f"static inline int {own}({params})\n{{\n"
                        f"    int *n = mpiopt_counts_fit({r.count}, comm, {kind});\n"
                        f"    if (!n)\n"
-                       f"        return {vendor}({r.names()}{extra_args});\n"
+                       f"        return {vendor}({args});\n"
                        f"    int rc = {call};\n    free(n);\n    return rc;\n}}\n")
-            continue
-        out.append(f"int {name}({r.params(large=True)}{extra_params})\n{{\n    int n;\n"
-                   f"    if (!mpiopt_count_fits({r.count}, &n, {kind}))\n"
-                   f"        return {vendor}({r.names()}{extra_args});\n"
-                   f"    return {call};\n}}\n")
+        else:
+            out.append(f"static inline int {own}({params})\n{{\n    int n;\n"
+                       f"    if (!mpiopt_count_fits({r.count}, &n, {kind}))\n"
+                       f"        return {vendor}({args});\n"
+                       f"    return {call};\n}}\n")
+        out.append(entry(name, params, args, f"{own}({args})"))
     return out
 
 
@@ -176,10 +193,83 @@ def fortran_guarded(parts):
     return [f"#ifdef MPIOPT_HAVE_MPI_FINT\n{p}#endif\n" if "MPI_Fint" in p else p for p in parts]
 
 
+def entry_names(rows, hand_written):
+    """The C entry points libmpiopt defines, as (preprocessor guard or None, name): the
+    collectives' of every form, and the hand-written ones."""
+    names = []
+    for r in rows:
+        names.append((None, f"MPI_{r.Name}"))
+        if "nonblocking" in r.forms:
+            names.append((None, f"MPI_I{r.name}"))
+        if "persistent" in r.forms:
+            names.append(("MPIOPT_PERSISTENT_MPI4", f"MPI_{r.Name}_init"))
+            names.append(("MPIOPT_PERSISTENT_MPIX", f"MPIX_{r.Name}_init"))
+    for r in rows:
+        names.append(("MPIOPT_HAVE_LARGE_COUNT", f"MPI_{r.Name}_c"))
+        if "nonblocking" in r.forms:
+            names.append(("MPIOPT_HAVE_LARGE_COUNT", f"MPI_I{r.name}_c"))
+        if "persistent" in r.forms:
+            names.append(("MPIOPT_HAVE_LARGE_COUNT", f"MPI_{r.Name}_init_c"))
+    names += [(None, f"MPI_{n}") for n in hand_written]
+    return names
+
+
+def hand_written_entries(paths):
+    """The names of MPIOPT_C_ENTRY(Name, …) in the hand-written sources, in order."""
+    out = []
+    for path in paths:
+        with open(path) as f:
+            out += re.findall(r"^MPIOPT_C_ENTRY\((\w+),", f.read(), re.M)
+    return out
+
+
+def guarded(names, line):
+    """line(name) for every name, each under its guard."""
+    out = []
+    for guard, name in names:
+        text = line(name)
+        out.append(f"#ifdef {guard}\n{text}#endif\n" if guard else text)
+    return "".join(out)
+
+
+def vendor_header(names):
+    return (
+        "/* Generated by src/interpose/bindings.py: every PMPI_* name libmpiopt defines (chain.h),\n"
+        " * renamed in the library's own sources to a pointer to the vendor's (vendor_table.c; chain.c\n"
+        " * resolves them at load), so that mpiopt's inner calls never reach mpiopt's own entry points\n"
+        " * or a tool's. Included before every source of the library (CMakeLists.txt). */\n"
+        "#ifndef MPIOPT_GENERATED_VENDOR_H\n#define MPIOPT_GENERATED_VENDOR_H\n"
+        "/* the sources that ask for GNU extensions ask before any system header: this comes first */\n"
+        "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n"
+        "#include <mpi.h>\n#include \"interpose/persistent_name.h\"\n\n"
+        + guarded(names, lambda n: f"extern __typeof__(P{n}) *mpiopt_vendor_P{n} "
+                                   f"__attribute__((visibility(\"hidden\")));\n"
+                                   f"#define P{n} (*mpiopt_vendor_P{n})\n")
+        + "\n#endif\n")
+
+
+def vendor_table(names):
+    return (
+        "/* Generated by src/interpose/bindings.py: the vendor's entry points of vendor.h. */\n"
+        "#include <stddef.h>\n#include \"interpose/chain.h\"\n\n"
+        + guarded(names, lambda n: f"__typeof__(mpiopt_vendor_P{n}) mpiopt_vendor_P{n};\n")
+        + "\nconst struct mpiopt_vendor_slot mpiopt_vendor_slots[] = {\n"
+        + guarded(names, lambda n: f"    {{\"P{n}\", (void **)&mpiopt_vendor_P{n}}},\n")
+        + "    {NULL, NULL},\n};\n")
+
+
+def write(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def main():
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: bindings.py collectives.list bindings.c")
+    if len(sys.argv) < 3:
+        raise SystemExit("usage: bindings.py collectives.list OUTDIR [HAND_WRITTEN.c ...]")
     rows = read_rows(sys.argv[1])
+    outdir = sys.argv[2]
+    names = entry_names(rows, hand_written_entries(sys.argv[3:]))
     parts = [
         "/* Generated by src/interpose/bindings.py from src/interpose/collectives.list: edit those,\n"
         " * not this file. */\n"
@@ -197,10 +287,9 @@ def main():
     for r in rows:
         parts += large_count(r)
     parts.append("#endif\n")
-    text = "\n".join(fortran_guarded(parts))
-    with open(sys.argv[2] + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+    write(os.path.join(outdir, "bindings.c"), "\n".join(fortran_guarded(parts)))
+    write(os.path.join(outdir, "vendor.h"), vendor_header(names))
+    write(os.path.join(outdir, "vendor_table.c"), vendor_table(names))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
  * vendor. */
 #include "mpiopt.h"
 #include "coll/engine/engine.h"
+#include "chain.h"
 
 /* The new communicator's record, where the vendor made one (collective over its ranks: those
  * that got MPI_COMM_NULL are not in it). Its failure is not the program's: it only leaves the
@@ -18,33 +19,32 @@ static int made(int rc, MPI_Comm *newcomm)
     return rc;
 }
 
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm))
 {
     return made(PMPI_Comm_dup(comm, newcomm), newcomm);
 }
 
-int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm), (comm, info, newcomm))
 {
     return made(PMPI_Comm_dup_with_info(comm, info, newcomm), newcomm);
 }
 
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_split, (MPI_Comm comm, int color, int key, MPI_Comm *newcomm), (comm, color, key, newcomm))
 {
     return made(PMPI_Comm_split(comm, color, key, newcomm), newcomm);
 }
 
-int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info,
-                        MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_split_type, (MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm), (comm, split_type, key, info, newcomm))
 {
     return made(PMPI_Comm_split_type(comm, split_type, key, info, newcomm), newcomm);
 }
 
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_create, (MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm), (comm, group, newcomm))
 {
     return made(PMPI_Comm_create(comm, group, newcomm), newcomm);
 }
 
-int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm)
+MPIOPT_C_ENTRY(Comm_create_group, (MPI_Comm comm, MPI_Group group, int tag, MPI_Comm *newcomm), (comm, group, tag, newcomm))
 {
     return made(PMPI_Comm_create_group(comm, group, tag, newcomm), newcomm);
 }

@@ -8,6 +8,7 @@
 #include "mpiopt.h"
 #include "coll/engine/engine.h"
 #include "coll/engine/report.h"
+#include "chain.h"
 
 static void started(void)
 {
@@ -15,7 +16,7 @@ static void started(void)
     mpiopt_report_start();
 }
 
-int MPI_Init(int *argc, char ***argv)
+MPIOPT_C_ENTRY(Init, (int *argc, char ***argv), (argc, argv))
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
@@ -23,7 +24,8 @@ int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+MPIOPT_C_ENTRY(Init_thread, (int *argc, char ***argv, int required, int *provided),
+               (argc, argv, required, provided))
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
@@ -34,28 +36,30 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 #if defined(OMPI_MAJOR_VERSION)
 #include "fortran.h"
 
-/* Open MPI's Fortran MPI_INIT calls PMPI_Init past the C name above. (MPICH's is left alone: it
- * sets up its Fortran constants, MPI_IN_PLACE among them, before its C init; where it does not
- * pass the C name, the report falls back to each process's own counts at exit.) */
+/* Open MPI's Fortran MPI_INIT is mpiopt's too (before mpiopt defined PMPI_Init, the vendor's
+ * called PMPI_Init past mpiopt's C name). It runs mpiopt's own C init, not the C entry point:
+ * a C tool behind mpiopt is reached through the Fortran chain, as without mpiopt (chain.h).
+ * (MPICH's is left alone: it sets up its Fortran constants, MPI_IN_PLACE among them, before its
+ * C init, which it calls by the C name.) */
 static void init_f(MPI_Fint *ierr)
 {
-    int rc = MPI_Init(NULL, NULL);
+    int rc = mpiopt_own_Init(NULL, NULL);
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
 
 static void init_thread_f(MPI_Fint *required, MPI_Fint *provided, MPI_Fint *ierr)
 {
-    int p = 0, rc = MPI_Init_thread(NULL, NULL, (int)*required, &p);
+    int p = 0, rc = mpiopt_own_Init_thread(NULL, NULL, (int)*required, &p);
     *provided = (MPI_Fint)p;
     if (ierr)
         *ierr = (MPI_Fint)rc;
 }
 
-MPIOPT_FORTRAN_SYMBOLS(init_f, (MPI_Fint *a), (a), mpi_init, MPI_INIT)
-MPIOPT_FORTRAN_SYMBOLS(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
+MPIOPT_FORTRAN_ENTRY(init_f, (MPI_Fint *a), (a), mpi_init, MPI_INIT)
+MPIOPT_FORTRAN_ENTRY(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
                        mpi_init_thread, MPI_INIT_THREAD)
-MPIOPT_FORTRAN_F08_SYMBOL(init_f, (MPI_Fint *a), (a), mpi_init)
-MPIOPT_FORTRAN_F08_SYMBOL(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
+MPIOPT_FORTRAN_F08_ENTRY(init_f, (MPI_Fint *a), (a), mpi_init)
+MPIOPT_FORTRAN_F08_ENTRY(init_thread_f, (MPI_Fint *a, MPI_Fint *b, MPI_Fint *c), (a, b, c),
                           mpi_init_thread)
 #endif

@@ -206,44 +206,44 @@ static void request_get_status_f(MPI_Fint *request, MPI_Fint *flag, MPI_Fint *st
 }
 
 typedef MPI_Fint F;
-MPIOPT_FORTRAN_SYMBOLS(wait_f, (F *a, F *b, F *c), (a, b, c), mpi_wait, MPI_WAIT)
-MPIOPT_FORTRAN_SYMBOLS(test_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_test, MPI_TEST)
-MPIOPT_FORTRAN_SYMBOLS(waitall_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_waitall,
+MPIOPT_FORTRAN_ENTRY(wait_f, (F *a, F *b, F *c), (a, b, c), mpi_wait, MPI_WAIT)
+MPIOPT_FORTRAN_ENTRY(test_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_test, MPI_TEST)
+MPIOPT_FORTRAN_ENTRY(waitall_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_waitall,
                        MPI_WAITALL)
-MPIOPT_FORTRAN_SYMBOLS(testall_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e), mpi_testall,
+MPIOPT_FORTRAN_ENTRY(testall_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e), mpi_testall,
                        MPI_TESTALL)
-MPIOPT_FORTRAN_SYMBOLS(waitany_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e), mpi_waitany,
+MPIOPT_FORTRAN_ENTRY(waitany_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e), mpi_waitany,
                        MPI_WAITANY)
-MPIOPT_FORTRAN_SYMBOLS(testany_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
+MPIOPT_FORTRAN_ENTRY(testany_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
                        mpi_testany, MPI_TESTANY)
-MPIOPT_FORTRAN_SYMBOLS(waitsome_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
+MPIOPT_FORTRAN_ENTRY(waitsome_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
                        mpi_waitsome, MPI_WAITSOME)
-MPIOPT_FORTRAN_SYMBOLS(testsome_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
+MPIOPT_FORTRAN_ENTRY(testsome_f, (F *a, F *b, F *c, F *d, F *e, F *f), (a, b, c, d, e, f),
                        mpi_testsome, MPI_TESTSOME)
-MPIOPT_FORTRAN_SYMBOLS(start_f, (F *a, F *b), (a, b), mpi_start, MPI_START)
-MPIOPT_FORTRAN_SYMBOLS(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall, MPI_STARTALL)
-MPIOPT_FORTRAN_SYMBOLS(request_free_f, (F *a, F *b), (a, b), mpi_request_free,
+MPIOPT_FORTRAN_ENTRY(start_f, (F *a, F *b), (a, b), mpi_start, MPI_START)
+MPIOPT_FORTRAN_ENTRY(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall, MPI_STARTALL)
+MPIOPT_FORTRAN_ENTRY(request_free_f, (F *a, F *b), (a, b), mpi_request_free,
                        MPI_REQUEST_FREE)
-MPIOPT_FORTRAN_SYMBOLS(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
+MPIOPT_FORTRAN_ENTRY(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
                        mpi_request_get_status, MPI_REQUEST_GET_STATUS)
 
 /* `use mpi_f08` (fortran.h): the completion calls on both MPIs */
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(wait_f, (F *a, F *b, F *c), (a, b, c), mpi_wait)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(test_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_test)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitall_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_waitall)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testall_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(wait_f, (F *a, F *b, F *c), (a, b, c), mpi_wait)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(test_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_test)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(waitall_f, (F *a, F *b, F *c, F *d), (a, b, c, d), mpi_waitall)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(testall_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
                                   mpi_testall)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitany_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(waitany_f, (F *a, F *b, F *c, F *d, F *e), (a, b, c, d, e),
                                   mpi_waitany)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testany_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(testany_f, (F *a, F *b, F *c, F *d, F *e, F *f),
                                   (a, b, c, d, e, f), mpi_testany)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(waitsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(waitsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
                                   (a, b, c, d, e, f), mpi_waitsome)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(testsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(testsome_f, (F *a, F *b, F *c, F *d, F *e, F *f),
                                   (a, b, c, d, e, f), mpi_testsome)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(start_f, (F *a, F *b), (a, b), mpi_start)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_free_f, (F *a, F *b), (a, b), mpi_request_free)
-MPIOPT_FORTRAN_F08_REQUEST_SYMBOL(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(start_f, (F *a, F *b), (a, b), mpi_start)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(startall_f, (F *a, F *b, F *c), (a, b, c), mpi_startall)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(request_free_f, (F *a, F *b), (a, b), mpi_request_free)
+MPIOPT_FORTRAN_F08_REQUEST_ENTRY(request_get_status_f, (F *a, F *b, F *c, F *d), (a, b, c, d),
                                   mpi_request_get_status)
 #endif

@@ -9,6 +9,7 @@
  * pieces of a buffer (pipelined and segmented collectives), so a correct MPI op is. */
 #include "mpiopt.h"
 #include "fortran.h"
+#include "chain.h"
 #include "user_op.h"
 #include "coll/engine/handles.h"
 #include "kernels/kernels.h"
@@ -20,7 +21,8 @@ static int user_op_threads(void)
     return v < 4096 ? (int)v : 0;
 }
 
-int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
+MPIOPT_C_ENTRY(Op_create, (MPI_User_function *user_fn, int commute, MPI_Op *op),
+               (user_fn, commute, op))
 {
     int threads = user_op_threads();
     if (threads > 0 && commute &&
@@ -31,7 +33,7 @@ int MPI_Op_create(MPI_User_function *user_fn, int commute, MPI_Op *op)
 
 /* A pending schedule of mpiopt's may still hold the op: then it is freed when that ends
  * (coll/handles.c). */
-int MPI_Op_free(MPI_Op *op)
+MPIOPT_C_ENTRY(Op_free, (MPI_Op *op), (op))
 {
     return mpiopt_op_free(op);
 }
@@ -61,9 +63,9 @@ static void op_free_f(MPI_Fint *op, MPI_Fint *ierr)
         *ierr = rc;
 }
 
-MPIOPT_FORTRAN_SYMBOLS(op_create_f, (void (*a)(void), MPI_Fint *b, MPI_Fint *c, MPI_Fint *d),
+MPIOPT_FORTRAN_ENTRY(op_create_f, (void (*a)(void), MPI_Fint *b, MPI_Fint *c, MPI_Fint *d),
                        (a, b, c, d), mpi_op_create, MPI_OP_CREATE)
-MPIOPT_FORTRAN_SYMBOLS(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free, MPI_OP_FREE)
+MPIOPT_FORTRAN_ENTRY(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free, MPI_OP_FREE)
 
-MPIOPT_FORTRAN_F08_SYMBOL(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free)
+MPIOPT_FORTRAN_F08_ENTRY(op_free_f, (MPI_Fint *a, MPI_Fint *b), (a, b), mpi_op_free)
 #endif

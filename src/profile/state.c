@@ -7,6 +7,7 @@
 #include <string.h>
 #include "profile.h"
 #include "mpiopt_profile.h"
+#include "../interpose/chain.h"
 
 struct prof_state prof;
 int prof_use_tsc;
@@ -34,9 +35,12 @@ const enum prof_kind prof_call_kinds[PROF_NCALLS] = {
 #undef XP
 };
 
+/* The next tool's `name` (libmpiopt's, with the profiler in front of it), else the first
+ * `pmpi_name` of the process: libmpiopt's where the profiler is behind it (chain.h), else the
+ * vendor's. */
 void *prof_next(const char *name, const char *pmpi_name)
 {
-    void *f = dlsym(RTLD_NEXT, name);
+    void *f = mpiopt_chain_next(name);
     if (!f)
         f = dlsym(RTLD_DEFAULT, pmpi_name);
     if (!f) {
