@@ -70,7 +70,7 @@ __attribute__((visibility("hidden"))) int mpiopt_chain_resolve_fortran(void **sl
         return CALL;                                                                          \
     }
 
-/* A hand-written C entry point MPI_NAME and PMPI_NAME (src/interpose/*.c; bindings.py finds
+/* A hand-written C entry point MPI_NAME and PMPI_NAME (the files of src/interpose; bindings.py finds
  * them by this macro for vendor.h): the body that follows is mpiopt's implementation.
  *     MPIOPT_C_ENTRY(Wait, (MPI_Request *request, MPI_Status *status), (request, status))
  *     { return mpiopt_request_wait(request, status); } */
