@@ -14,10 +14,18 @@ transformer's own tests. The small API:
         raises DiffTestError on non-zero exit or timeout.
     compare_outputs(expected, actual)          -> list[str] (the differences; empty if equal)
     call_sites(report)                         -> list[dict] (the report's collective call sites)
-    check(source, out_dir, modes, flavours, ranks, args, dropin_env=None) -> list[str]
+    check(source, out_dir, modes, flavours, ranks, args, dropin_env=None, dropin_envs=None)
+        -> list[str]
         the whole round: transform, build original and transformed, run, compare (every
         difference found). dropin_env: the transformed versions run with the drop-in library
-        in that environment, the original without (the vendor's results are the reference).
+        in that environment, the original without (the vendor's results are the reference);
+        dropin_envs ({label: env}): each version runs in each, against one reference run.
+
+Compiles and transforms are done once a session (mpicc and a new interpreter are slow on a
+loaded machine): `build` and `transform` remember their results by the source's content (and
+flavour, mode, options), so the examples and cases that several test files build and transform
+are compiled once; a later call gets the same executable (or a copy of the same transformed
+text at the path it asked for).
 
 How outputs are compared (compare_outputs): line by line, token by token (whitespace-separated).
 Integer tokens and words must be equal. Floating tokens (anything float() accepts that is not an
@@ -30,7 +38,9 @@ result computed from stale or partly received data, which changes leading digits
 """
 from __future__ import annotations
 
+import hashlib
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -78,6 +88,12 @@ def transform(source: Path | str, mode: str, out_dir: Path | str, flavour: str,
     source, out_dir = Path(source), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{source.stem}.{mode}.{flavour}.c"
+    key = (str(source.resolve()), _digest(source), mode, flavour, tuple(extra or ()))
+    done = _TRANSFORMED.get(key)
+    if done is not None and done.path.exists():
+        if done.path != out:
+            shutil.copyfile(done.path, out)
+        return Transformed(out, done.report)
     cmd = [sys.executable, "-m", "mpiopt.cli", "transform", str(source), "-o", str(out),
            "--mode", mode, "--mpi", flavour, "--json", *(extra or [])]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -89,7 +105,17 @@ def transform(source: Path | str, mode: str, out_dir: Path | str, flavour: str,
             report = json.loads(r.stdout)
         except ValueError as e:
             raise DiffTestError(f"mpiopt transform --json printed something that is not JSON: {e}\n{r.stdout[:2000]}")
+    _TRANSFORMED[key] = Transformed(out, report)
     return Transformed(out, report)
+
+
+# ---- once a session: what build() compiled and transform() wrote, by the source's content ----
+_BUILT: dict[tuple, Build] = {}
+_TRANSFORMED: dict[tuple, Transformed] = {}
+
+
+def _digest(source: Path) -> str:
+    return hashlib.sha256(source.read_bytes()).hexdigest()
 
 
 def call_sites(report) -> list[dict]:
@@ -105,6 +131,10 @@ def build(source: Path | str, flavour: str, out_dir: Path | str, name: str | Non
     """Compiles one C file against `flavour`'s MPI; the executable goes to OUT_DIR/NAME.FLAVOUR."""
     source, out_dir = Path(source), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    key = (_digest(source), flavour)
+    done = _BUILT.get(key)
+    if done is not None and done.executable.exists():
+        return Build(done.executable, list(done.warnings))
     exe = out_dir / f"{name or source.stem}.{flavour}"
     cmd = [f"mpicc.{flavour}", "-O2", "-Wall", "-Wextra", "-o", str(exe), str(source), "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -113,6 +143,7 @@ def build(source: Path | str, flavour: str, out_dir: Path | str, name: str | Non
     warnings = [f"{m['where']}: {m['text']}" for m in WARNING.finditer(r.stderr)
                 if not HARMLESS_WARNING.search(m["text"])
                 and not STATUS_IGNORE_FALSE_ALARM.search(m["text"] + (m["quote"] or ""))]
+    _BUILT[key] = Build(exe, list(warnings))
     return Build(exe, warnings)
 
 
@@ -133,13 +164,16 @@ def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple =
 
 def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, ranks=RANKS,
           args: list[str] | tuple = (), transformer=transform,
-          dropin_env: dict | None = None) -> list[str]:
+          dropin_env: dict | None = None, dropin_envs: dict | None = None) -> list[str]:
     """The whole differential round for one C file: for each flavour, build the original and each
     mode's transformed version, run all with each rank count and compare. Returns every
     failure as a message (empty list: all outputs agree and nothing warned).
     `transformer(source, mode, out_dir, flavour)` returns an object with `.path` (the transformed
-    file); by default `transform` above, i.e. `mpiopt transform`."""
+    file); by default `transform` above, i.e. `mpiopt transform`. dropin_envs ({label: env}):
+    the transformed versions run in each environment (the label names it in a failure), each
+    compared with the original's one run at that rank count."""
     source, out_dir = Path(source), Path(out_dir)
+    envs = dropin_envs if dropin_envs is not None else {"": dropin_env}
     failures = []
     for flavour in flavours or mpi.available_flavours():
         try:
@@ -156,9 +190,15 @@ def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, r
         for np in ranks:
             try:
                 expected = run(original.executable, flavour, np, args)
-                for mode, exe in versions.items():
-                    diffs = compare_outputs(expected, run(exe, flavour, np, args, dropin_env))
-                    failures += [f"{flavour} {mode} np={np}: {d}" for d in diffs]
             except DiffTestError as e:
                 failures.append(str(e))
+                continue
+            for label, env in envs.items():
+                try:
+                    for mode, exe in versions.items():
+                        diffs = compare_outputs(expected, run(exe, flavour, np, args, env))
+                        failures += [f"{flavour} {mode}{' ' + label if label else ''} np={np}: {d}"
+                                     for d in diffs]
+                except DiffTestError as e:
+                    failures.append(f"{label + ': ' if label else ''}{e}")
     return failures
