@@ -17,6 +17,7 @@ invalid read, write or jump."""
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -24,6 +25,8 @@ from mpiopt import algorithms, jobs, mpi
 from conftest import report_rows, require_build, timed_out_output
 
 LIFETIME_CASES = ("op", "type", "comm", "persistent")
+# the controls' floor for "a hang counts as failing" (seconds; each uses ten times its passing run)
+CONTROL_MIN_TIMEOUT = 5
 
 
 def every_algorithm(flavour):
@@ -129,10 +132,13 @@ def test_control_without_deferral_lifetime_cases_fail(flavour):
     env = dict(forced("ring"), MPIOPT_DEFER_FREES="0")
     must_fail = ["op", "comm"] + (["type"] if flavour == "mpich" else [])
     for case in must_fail:
-        # a hang counts as failing: 20 s is ten times what the case takes with the deferral
-        rc, out, err = run_case(flavour, 3, case, env, timeout=20)
-        assert rc != 0, f"{case} passed with MPIOPT_DEFER_FREES=0:\n{out}"
+        start = time.monotonic()
         assert_passed(run_case(flavour, 3, case, forced("ring")), f"{case} with deferral")
+        # a hang counts as failing: ten times what the case just took with the deferral (under
+        # the same load), at least CONTROL_MIN_TIMEOUT s (Open MPI's comm case hangs)
+        timeout = max(CONTROL_MIN_TIMEOUT, 10 * (time.monotonic() - start))
+        rc, out, err = run_case(flavour, 3, case, env, timeout=timeout)
+        assert rc != 0, f"{case} passed with MPIOPT_DEFER_FREES=0:\n{out}"
 
 
 def test_lifetimes_under_valgrind():
