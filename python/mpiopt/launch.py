@@ -174,6 +174,19 @@ def _srun_args(args, workdir: Path, launcher_opts: list[str]) -> tuple[list[str]
     return cmd + launcher_opts, env
 
 
+def open_mpi_exports(flavour: str, env: dict) -> list[str]:
+    """`-x NAME` for LD_PRELOAD and every MPIOPT_* variable of `env`, for Open MPI: its mpirun
+    passes on to the ranks of other nodes only OMPI_* variables and those named by -x (those of
+    its own node inherit everything), so without them the ranks there would run without the
+    drop-in and its settings (seen on namespace nodes, tests/python/test_nodes.py). Hydra
+    (MPICH) passes on the whole environment: nothing to add."""
+    if mpi.abi_flavour(flavour) != "openmpi":
+        return []
+    names = (["LD_PRELOAD"] if env.get("LD_PRELOAD") else []) + \
+        sorted(k for k in env if k.startswith("MPIOPT_"))
+    return [a for name in names for a in ("-x", name)]
+
+
 @dataclass
 class Launch:
     """What `mpiopt run` starts: the command, its environment, and what it found out."""
@@ -259,7 +272,7 @@ def plan_launch(args, workdir: Path) -> Launch:
         cmd += program
         env.update(slurm_env)
     else:
-        extra = _placement_args(args, flavour, workdir) + launcher_opts
+        extra = _placement_args(args, flavour, workdir) + open_mpi_exports(flavour, env) + launcher_opts
         cmd = mpi.launcher(flavour, args.np, extra, mpiexec=own_mpiexec) + program
     return Launch(cmd, env, flavour, inspected,
                   None if args.no_preload else (lib or mpi.library(flavour)))
