@@ -214,6 +214,29 @@ int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op)
     return !mpiopt_find_kernel(datatype, op, &k);
 }
 
+int mpiopt_result_order_free(MPI_Datatype datatype, MPI_Op op)
+{
+    int kop = kop_of(op);
+    if (kop < 0)
+        return 0;
+    for (size_t i = 0; i < NTYPES; i++) {
+        if (types[i].dt != datatype)
+            continue;
+        if (!op_allowed(kop, types[i].cat))
+            return 0;
+        switch (types[i].cat) {
+        case CAT_SIGNED: case CAT_FORTRAN_INT: case CAT_UNSIGNED: case CAT_LOGICAL: case CAT_BYTE:
+            return 1;       /* wrap-around arithmetic, comparisons, bits: any order, one answer */
+        case CAT_PAIR:      /* an integer value: the lowest index of the extreme, in any order */
+            return types[i].pair == MK_2INT || types[i].pair == MK_LONG_INT ||
+                   types[i].pair == MK_SHORT_INT;
+        default:
+            return 0;       /* floating point: rounding, signed zeros and NaNs depend on it */
+        }
+    }
+    return 0;
+}
+
 int mpiopt_predefined_op(MPI_Op op)
 {
     return op == MPI_SUM || op == MPI_PROD || op == MPI_MAX || op == MPI_MIN || op == MPI_LAND ||

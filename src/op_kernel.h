@@ -25,6 +25,13 @@ int mpiopt_find_kernel(MPI_Datatype datatype, MPI_Op op, mpiopt_op_kernel *k);
  * mpiopt's algorithms apply them through PMPI_Reduce_local. */
 int mpiopt_vendor_takes(MPI_Datatype datatype, MPI_Op op);
 
+/* 1 where combining the ranks' contributions in any order and grouping gives the same bits: a
+ * predefined op on an integer, logical or byte type (any op: sums wrap), MINLOC / MAXLOC of an
+ * integer value. 0 for floating point, whose sums and products round by order, and whose MAX /
+ * MIN of +0.0 and -0.0, or of NaNs, depends on the order too. Which algorithm, or library, runs
+ * such a call never changes its result. */
+int mpiopt_result_order_free(MPI_Datatype datatype, MPI_Op op);
+
 /* 1 for the ops the standard predefines (never freed). */
 int mpiopt_predefined_op(MPI_Op op);
 

@@ -26,6 +26,7 @@ static const char *const kind_names[MPIOPT_CALL_KINDS] = {
 
 static const char *const reasons[MPIOPT_WHY_COUNT] = {
     [MPIOPT_WHY_FASTER] = "vendor faster at this size",
+    [MPIOPT_WHY_MEASURED] = "vendor faster in auto's trials",
     [MPIOPT_WHY_REQUESTED] = "vendor asked for by the caller",
     [MPIOPT_WHY_ENV] = "MPIOPT_<COLLECTIVE>=vendor",
     [MPIOPT_WHY_ARGUMENTS] = "arguments the vendor judges",

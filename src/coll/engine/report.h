@@ -45,6 +45,7 @@ typedef enum {
 typedef enum {
     MPIOPT_TAKEN,
     MPIOPT_WHY_FASTER,          /* auto: the vendor wins at this size (tuning rows, cost model) */
+    MPIOPT_WHY_MEASURED,        /* auto: the vendor won its trials of this size (measured.c) */
     MPIOPT_WHY_REQUESTED,       /* the caller asked for the vendor (C API argument) */
     MPIOPT_WHY_ENV,             /* MPIOPT_<COLLECTIVE>=vendor */
     MPIOPT_WHY_ARGUMENTS,       /* arguments the vendor judges (MPI_COMM_NULL, ...) */

@@ -32,6 +32,10 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     /* a library that polls on an oversubscribed node spends time slices, not microseconds, per
      * step: mpiopt's algorithms yield the core while they wait (p2p.c), the vendor's do not */
     vendor_ok = vendor_ok && !mpiopt_yield_when_idle();
+    /* above two ranks the vendor's reduction order is its own: only where the order cannot
+     * change the bits (select.h, mpiopt_selection_reproducible) */
+    vendor_ok = vendor_ok && (plan->p <= 2 || mpiopt_result_order_free(datatype, op) ||
+                              !mpiopt_selection_reproducible());
     plan->vendor_ok = vendor_ok;
     mpiopt_algorithm a = mpiopt_select(is_reduce, requested, plan->p, bytes, commutative,
                                        vendor_ok, plan->rank);
@@ -129,7 +133,7 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
                                                mpiopt_predefined_op(op), plan->vendor_ok,
                                                &plan->measuring);
         if (plan->algorithm == MPIOPT_ALG_VENDOR)
-            plan->why = MPIOPT_WHY_FASTER;
+            plan->why = MPIOPT_WHY_MEASURED;
         if (plan->measuring)
             return MPI_SUCCESS;
     }

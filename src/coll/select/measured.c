@@ -1,7 +1,7 @@
 /* `auto` settles what the built-in rows cannot know by timing it: on the communicator's first
  * blocking allreduces of each size class from 4 KiB to 8 MiB where the rows name
- * shared_memory, the ranks run recursive doubling, Rabenseifner, the vendor's allreduce (at
- * p = 2, below) and shared_memory a few calls each, then agree on the fastest by one collective
+ * shared_memory, the ranks run recursive doubling, Rabenseifner, the vendor's allreduce (where
+ * it may take the call, below) and shared_memory a few calls each, then agree on the fastest by one collective
  * call and keep it for that class.
  *
  * Why: the rows were measured on the development machines, and the best of the three moves with
@@ -11,7 +11,8 @@
  * are within a few per cent (docs/collectives.md, "Measured choice").
  *
  * Why it is safe: the three give the same bits (tests/c/same_bits.c), and so does the vendor
- * where it is a candidate, so which one runs never changes a result. Every rank makes the same
+ * where it is a candidate (vendor_ok: at two ranks, or where the order of the reduction cannot
+ * change its bits, select.h), so which one runs never changes a result. Every rank makes the same
  * calls on a communicator in the same order with the same byte count (MPI's rule for
  * collectives), so every rank counts the same trials of a class and meets the agreement at the
  * same call. Nonblocking and persistent calls never measure: they
@@ -63,8 +64,10 @@
  * which then measured 0.91 against Intel MPI. */
 #define MARGIN 0.90
 /* The vendor's own allreduce is a candidate too, where it gives the same bits as mpiopt's (two
- * ranks: one op between two operands, commutative, one of MPI's own ops) and may take the call
- * (vendor_ok: its result is right, it does not poll an oversubscribed node). Intel MPI 2021.15's
+ * ranks: one op between two operands; at any p, a call whose result does not depend on the
+ * order, as integer sums and logical ops; any call with MPIOPT_REPRODUCIBLE=0), commutative, one
+ * of MPI's own ops, and may take the call (vendor_ok says all that but the op: its result is
+ * right, it does not poll an oversubscribed node, and the order). Intel MPI 2021.15's
  * shared-memory allreduce beat every algorithm of mpiopt's at p = 2 from 2 to 512 KiB in OSU's
  * own runs (16 KiB: 3.1 against 4.2 us, 2026-11-28; the rows cannot tell Intel MPI from MPICH,
  * whose allreduce mpiopt beats 2x there). It replaces the best of mpiopt's if its time is at
@@ -153,7 +156,7 @@ static int candidate_fits(int i, const mpiopt_coll *c, size_t count, int predefi
                           int vendor_ok)
 {
     if (candidates[i] == MPIOPT_ALG_VENDOR)
-        return vendor_ok && c->size == 2 && c->commutative && predefined_op;
+        return vendor_ok && c->commutative && predefined_op;
     return mpiopt_algorithm_fits(candidates[i], c->size, c->commutative) &&
            count <= (size_t)__INT_MAX__ &&
            mpiopt_algorithm_takes(candidates[i], (int)count, predefined_op);

@@ -83,6 +83,7 @@ static double vendor_below;         /* bytes; 0 once a tuning file is loaded */
 static int forced[2] = {-1, -1};    /* from MPIOPT_ALLREDUCE / MPIOPT_REDUCE */
 static int tuning_from_file;        /* MPIOPT_TUNING_FILE was read */
 static int measure = 1;             /* MPIOPT_MEASURE=0: auto never times its choice */
+static int reproducible = 1;        /* MPIOPT_REPRODUCIBLE=0: the vendor may take any call */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void load_defaults(void)
@@ -133,6 +134,8 @@ static void load_settings(void)
     load_defaults();
     const char *m = getenv("MPIOPT_MEASURE");
     measure = !(m && !strcmp(m, "0"));
+    const char *r = getenv("MPIOPT_REPRODUCIBLE");
+    reproducible = !(r && !strcmp(r, "0"));
     const char *vars[2] = {"MPIOPT_ALLREDUCE", "MPIOPT_REDUCE"};
     for (int w = 0; w < 2; w++) {
         const char *name = getenv(vars[w]);
@@ -257,6 +260,12 @@ int mpiopt_env_asks_vendor(int is_reduce)
 {
     pthread_once(&once, load_settings);
     return forced[is_reduce != 0] == MPIOPT_ALG_VENDOR;
+}
+
+int mpiopt_selection_reproducible(void)
+{
+    pthread_once(&once, load_settings);
+    return reproducible;
 }
 
 int mpiopt_selection_measures(int is_reduce)

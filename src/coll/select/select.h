@@ -20,6 +20,14 @@ const mpiopt_cost_params *mpiopt_selection_model(void);
 /* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names the vendor. */
 int mpiopt_env_asks_vendor(int is_reduce);
 
+/* 1 unless MPIOPT_REPRODUCIBLE=0: a call whose result depends on the order of its reduction
+ * (floating-point sums and products, mpiopt_result_order_free) at more than two ranks runs one of
+ * mpiopt's algorithms, never the vendor's, whose order is its own: the rows' choice depends on p
+ * and the size alone and auto's trials choose among algorithms with the same bits
+ * (tests/c/same_bits.c), so the program's results do not change from run to run with the
+ * machine's timings. With 0 the vendor may take such a call where faster. */
+int mpiopt_selection_reproducible(void);
+
 /* 1 if `auto` may time its candidates (measured.c): it chooses from the built-in rows (no tuning
  * file, no MPIOPT_ALLREDUCE / MPIOPT_REDUCE) and MPIOPT_MEASURE is not 0. */
 int mpiopt_selection_measures(int is_reduce);
