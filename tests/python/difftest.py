@@ -12,6 +12,9 @@ transformer's own tests. The small API:
     run(executable, flavour, np, args, dropin_env=None) -> str (the program's stdout)
         runs it under mpiopt.mpi.run (with the LD_PRELOAD drop-in in dropin_env if given);
         raises DiffTestError on non-zero exit or timeout.
+    reference(executable, flavour, np, args)   -> str
+        run() of an original under the vendor alone, the output its versions are compared
+        with: once a session per executable, rank count and arguments.
     compare_outputs(expected, actual)          -> list[str] (the differences; empty if equal)
     call_sites(report)                         -> list[dict] (the report's collective call sites)
     check(source, out_dir, modes, flavours, ranks, args, dropin_env=None, dropin_envs=None)
@@ -25,7 +28,7 @@ Compiles and transforms are done once a session (mpicc and a new interpreter are
 loaded machine): `build` and `transform` remember their results by the source's content (and
 flavour, mode, options), so the examples and cases that several test files build and transform
 are compiled once; a later call gets the same executable (or a copy of the same transformed
-text at the path it asked for).
+text at the path it asked for). So are the originals' reference runs (`reference`).
 
 How outputs are compared (compare_outputs): line by line, token by token (whitespace-separated).
 Integer tokens and words must be equal. Floating tokens (anything float() accepts that is not an
@@ -162,6 +165,21 @@ def run(executable: Path | str, flavour: str, np: int, args: list[str] | tuple =
     return r.stdout
 
 
+_REFERENCES: dict[tuple, str] = {}
+
+
+def reference(executable: Path | str, flavour: str, np: int, args: list[str] | tuple = ()) -> str:
+    """The output of an original program under the vendor MPI alone (no drop-in): the reference
+    its transformed versions, and the same program under the drop-in, are compared with. Run
+    once a session per executable (its path, size and time), rank count and arguments: the
+    examples and cases that several tests compare against are launched once."""
+    st = Path(executable).stat()
+    key = (str(executable), st.st_size, st.st_mtime_ns, flavour, np, tuple(args))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = run(executable, flavour, np, args)
+    return _REFERENCES[key]
+
+
 def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, ranks=RANKS,
           args: list[str] | tuple = (), transformer=transform,
           dropin_env: dict | None = None, dropin_envs: dict | None = None) -> list[str]:
@@ -189,7 +207,7 @@ def check(source: Path | str, out_dir: Path | str, modes=MODES, flavours=None, r
             continue
         for np in ranks:
             try:
-                expected = run(original.executable, flavour, np, args)
+                expected = reference(original.executable, flavour, np, args)
             except DiffTestError as e:
                 failures.append(str(e))
                 continue

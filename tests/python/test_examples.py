@@ -109,7 +109,7 @@ def test_transformed_examples_print_what_the_originals_print(versions, name, fla
     builds = {mode: _get(entry, mode) for mode in difftest.MODES}
     failures = []
     for np in difftest.RANKS:
-        expected = difftest.run(original.executable, flavour, np, PROGRAMS[name])
+        expected = difftest.reference(original.executable, flavour, np, PROGRAMS[name])
         assert expected.strip(), f"{name} printed nothing with {np} ranks"
         for mode, b in builds.items():
             actual = difftest.run(b.executable, flavour, np, PROGRAMS[name])
@@ -251,7 +251,7 @@ def test_examples_agree_with_themselves_over_rank_counts(name, tmp_path):
     flavour = FLAVOURS[0]
     b = difftest.build(EXAMPLES_DIR / f"{name}.c", flavour, tmp_path)
     assert not b.warnings
-    outputs = {np: difftest.run(b.executable, flavour, np, EXAMPLES[name]) for np in difftest.RANKS}
+    outputs = {np: difftest.reference(b.executable, flavour, np, EXAMPLES[name]) for np in difftest.RANKS}
 
     def strip_header(text):  # the first line names the rank count
         return "\n".join(line for line in text.splitlines()[1:] if not line.startswith("iterations"))
@@ -288,7 +288,7 @@ def test_difftest_catches_a_result_used_before_it_arrives(tmp_path):
         original = difftest.build(EXAMPLES_DIR / "four_allreduce.c", flavour, tmp_path, "original")
         broken = difftest.build(tmp_path / "wrong.c", flavour, tmp_path)
         for np in (1, 2):
-            expected = difftest.run(original.executable, flavour, np, args)
+            expected = difftest.reference(original.executable, flavour, np, args)
             assert difftest.compare_outputs(expected, difftest.run(broken.executable, flavour, np, args)), \
                 (flavour, np, "a stale result went unnoticed")
 
