@@ -9,6 +9,9 @@ TCP BTL, MPICH's UCX over TCP), MPI_Comm_split_type across hosts, one /dev/shm a
   (tests/c/plain_node_probe.c) under the drop-in with `hierarchical` forced and with `auto`: MPI
   finds 2 nodes of 2 ranks (MPIOPT_RANKS_PER_NODE unset), the results are exact, MPIOPT_REPORT
   says what ran, each node's shared memory is in that node's /dev/shm only;
+- 2 x 2, both MPIs: the scan checker (tests/c/plain_scan.c) and the reduce-scatter checker
+  (tests/c/plain_reduce_scatter.c) under the drop-in, each algorithm forced and auto (MPICH's
+  forced ones in the full tier), exact, every call mpiopt's, the report naming the algorithm;
 - `mpiopt run --rank-order FILE --hosts n1,n2 --ppn 2` (rankfile / machinefile) puts each rank on
   the host the order names, as each rank reports; `mpiopt advise --hosts n1,n2` runs its
   placement step on the nodes (Open MPI);
@@ -286,6 +289,76 @@ def test_advise_runs_its_placement_on_the_hosts(cluster2, tmp_path):
                for l in rankfile}
     want = {rank: ("n1", "n2")[i // 2] for i, rank in enumerate(pl["order"])}
     assert host_of == want, (rankfile, pl["order"])
+
+
+# ---- scans and reduce-scatters at 2 x 2 -----------------------------------------------------
+PLAIN_DONE = r"^\d+ checks, \d+ failures"
+SCAN_KINDS = ("MPI_Scan", "MPI_Exscan", "MPI_Iscan", "MPI_Iexscan", "MPI_Scan_init",
+              "MPI_Exscan_init")
+RS_KINDS = ("MPI_Reduce_scatter_block", "MPI_Reduce_scatter", "MPI_Ireduce_scatter_block",
+            "MPI_Ireduce_scatter", "MPI_Reduce_scatter_block_init", "MPI_Reduce_scatter_init")
+
+
+def _family_cases(algorithms_: list[str]) -> list:
+    """(flavour, algorithm) for every algorithm and auto: Open MPI's all in `make test` (about
+    1-2 s a run), MPICH's auto there and its forced ones in the full tier (3-5 s a run, 8 s more
+    for each finalize hang, half of the runs)."""
+    cases = []
+    for flavour in mpi.FLAVOURS:
+        for a in ["auto", *algorithms_]:
+            marks = [pytest.mark.full] if flavour == "mpich" and a != "auto" else []
+            cases.append(pytest.param(flavour, a, marks=marks, id=f"{flavour}-{a}"))
+    return cases
+
+
+def _plain_across_two_nodes(cluster2, flavour, exe, args, env) -> tuple[str, dict]:
+    require_build(flavour)
+    env = _env(LD_PRELOAD=str(mpi.library(flavour)), MPIOPT_REPORT="1", **env)
+    r = cluster2.mpirun(flavour, 4, 2, [mpi.binary(flavour, exe), *args], env=env, timeout=180,
+                        done=PLAIN_DONE)
+    out = finished(r, flavour, PLAIN_DONE)
+    checks, failures = map(int, re.search(r"^(\d+) checks, (\d+) failures", out, re.M).groups())
+    assert failures == 0 and checks > 1000, out[-3000:]
+    return out, nodes_report(out)
+
+
+def _all_taken(rows: dict, kinds, details=None):
+    for kind in kinds:
+        if kind.endswith("_init") and kind not in rows:
+            continue
+        calls, by_mpiopt, _, got = rows[kind]
+        assert calls > 0 and calls % 4 == 0 and by_mpiopt == calls, (kind, rows)
+        if details:
+            assert re.search(details, got), (kind, got)
+
+
+@pytest.mark.parametrize("flavour,algorithm", _family_cases(["recursive_doubling", "shared_memory"]))
+def test_scan_checker_across_two_nodes(cluster2, flavour, algorithm):
+    """tests/c/plain_scan.c under the drop-in at 2 x 2 (as test_scan.py runs it on one node):
+    blocking, nonblocking and persistent scans and exscans of every op and type, exact against
+    the rank-order reference, every call mpiopt's, with each algorithm forced and auto; the
+    nonblocking forms are recursive doubling's schedules whatever the blocking ones take.
+    Shared memory forced across nodes: the report names it, the calls run recursive doubling's
+    messages (shared_memory.c's fallback where the ranks share no node)."""
+    env = {} if algorithm == "auto" else {"MPIOPT_SCAN": algorithm, "MPIOPT_EXSCAN": algorithm}
+    _, rows = _plain_across_two_nodes(cluster2, flavour, "test-plain_scan", ["3001"], env)
+    blocking = ("MPI_Scan", "MPI_Exscan")
+    _all_taken(rows, blocking, None if algorithm == "auto" else rf"^{algorithm} \d+$")
+    _all_taken(rows, [k for k in SCAN_KINDS if k not in blocking], r"^recursive_doubling \d+$")
+
+
+@pytest.mark.parametrize("flavour,algorithm",
+                         _family_cases(["binomial", "ring", "rabenseifner", "shared_memory"]))
+def test_reduce_scatter_checker_across_two_nodes(cluster2, flavour, algorithm):
+    """tests/c/plain_reduce_scatter.c under the drop-in at 2 x 2 (as test_reduce_scatter.py runs
+    it): blocking, nonblocking and persistent reduce-scatters (equal, uneven and empty blocks, in
+    place, a non-commutative op) of three types, exact, every call mpiopt's, each algorithm forced
+    (the report names it; a call it cannot take goes to auto's choice) and auto."""
+    env = {} if algorithm == "auto" else {"MPIOPT_REDUCE_SCATTER": algorithm,
+                                          "MPIOPT_REDUCE_SCATTER_BLOCK": algorithm}
+    _, rows = _plain_across_two_nodes(cluster2, flavour, "test-plain_reduce_scatter",
+                                      ["3001", "few"], env)
+    _all_taken(rows, RS_KINDS, None if algorithm == "auto" else rf"\b{algorithm} \d+")
 
 
 # ---- 4 nodes x 2 ranks: 8 ranks on 2 cores --------------------------------------------------
