@@ -184,6 +184,15 @@ void prof_write_report(void)
                                mine[M_SYNC].sum};
     double *per_rank = prof.rank == 0 ? malloc(4 * (size_t)prof.size * sizeof(double)) : NULL;
     PMPI_Gather(per_rank_mine, 4, MPI_DOUBLE, per_rank, 4, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    /* each rank's host (MPI_Get_processor_name, the node name on both MPIs): the node split
+     * of the matrix that `mpiopt report` prints */
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int host_len = 0;
+    PMPI_Get_processor_name(host, &host_len);
+    host[MPI_MAX_PROCESSOR_NAME - 1] = 0;
+    char *hosts = prof.rank == 0 ? calloc((size_t)prof.size, MPI_MAX_PROCESSOR_NAME) : NULL;
+    PMPI_Gather(host, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                0, MPI_COMM_WORLD);
     int nentries = 0;
     double *matrix = gather_matrix(&nentries);
     struct prof_sites sites;
@@ -197,7 +206,7 @@ void prof_write_report(void)
     if (prof.rank == 0) {
         struct prof_report rep = {
             .stats = all, .nregions = nregions, .region_names = names, .per_rank = per_rank,
-            .matrix = matrix, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
+            .matrix = matrix, .hosts = hosts, .nentries = nentries, .ranks = prof.size, .sync = prof.sync,
             .flavour = MPIOPT_FLAVOUR,
             .papi = &all[M_CALLS + 4 * PROF_NCALLS + 3 * nregions], .sites = &sites,
             .trace = &trace,
@@ -208,6 +217,7 @@ void prof_write_report(void)
     }
     prof_sites_free(&sites);
     free(per_rank);
+    free(hosts);
     free(matrix);
     free(mine);
     free(all);

@@ -255,7 +255,12 @@ int prof_write_json(const struct prof_report *rep, const char *dir)
             fprintf(f, "%s%.9g", r ? ", " : "", rep->per_rank[4 * r + k]);
         fprintf(f, "]");
     }
-    fprintf(f, "\n},\n\"matrix\": {\"ranks\": %d, \"columns\": [\"source\", \"destination\", "
+    fprintf(f, "\n},\n\"hosts\": [");
+    for (int r = 0; rep->hosts && r < rep->ranks; r++) {
+        fputs(r ? ", " : "", f);
+        json_string(f, rep->hosts + (size_t)r * MPI_MAX_PROCESSOR_NAME);
+    }
+    fprintf(f, "],\n\"matrix\": {\"ranks\": %d, \"columns\": [\"source\", \"destination\", "
             "\"bytes\", \"messages\"], \"entries\": [", rep->ranks);
     for (int e = 0; rep->matrix && e < rep->nentries; e++) {
         const double *m = rep->matrix + 4 * e;

@@ -60,6 +60,7 @@ struct prof_report {
     char (*region_names)[PROF_REGION_NAME];
     const double *per_rank;     /* [ranks][4]: wall, MPI, compute, sync time */
     const double *matrix;       /* [nentries][4]: source, destination, bytes, messages */
+    const char *hosts;          /* [ranks][MPI_MAX_PROCESSOR_NAME]: each rank's host */
     int nentries;
     int ranks;
     int sync;

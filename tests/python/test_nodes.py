@@ -16,7 +16,8 @@ TCP BTL, MPICH's UCX over TCP), MPI_Comm_split_type across hosts, one /dev/shm a
   the host the order names, as each rank reports; `mpiopt advise --hosts n1,n2` runs its
   placement step on the nodes (Open MPI);
 - 4 nodes x 2 ranks (8 ranks on 2 cores: oversubscribed): Open MPI in `make test`, MPICH in the
-  full tier;
+  full tier; `mpiopt profile` there (Open MPI): the hosts and node split of the profile, and
+  `mpiopt place search --matrix` of it, its order run on the 4 hosts;
 - teardown: nothing of any cluster is left (namespaces, veths, bridge, /dev/shm files), also
   after an owner killed with SIGKILL (the next start sweeps its holders).
 
@@ -395,6 +396,69 @@ def test_four_nodes_checker_and_dropin(cluster4, flavour):
     check_probe(out, {r: f"n{r // 2 + 1}" for r in range(8)}, 2)
     calls, by_mpiopt, _, details = nodes_report(out)["MPI_Allreduce"]
     assert by_mpiopt == calls and details == f"hierarchical {calls}"
+
+
+def _profile_on_four_nodes(cluster4, exe: Path, order: Path, out: Path) -> dict:
+    """`mpiopt profile --json` of the halo stencil at 4 x 2 (Open MPI, from n1), ranks placed by
+    `order` on n1..n4: its summary, the profile at out/mpiopt-profile.json."""
+    r = cluster4.run([sys.executable, "-m", "mpiopt", "profile", "--json", "-np", "8",
+                      "--rank-order", order, "--hosts", "n1,n2,n3,n4", "--ppn", "2", "-o", out,
+                      "--", exe, "4", "2", "20", "4096"], env=_env(), timeout=120)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return json.loads(r.stdout[r.stdout.index("{"):])
+
+
+def _split_of(matrix: list, host_of: dict[int, str]) -> tuple[float, float]:
+    """(on-node, off-node) bytes of the profile's matrix entries under host_of."""
+    on = sum(b for s, d, b, _ in matrix if host_of[s] == host_of[d])
+    off = sum(b for s, d, b, _ in matrix if host_of[s] != host_of[d])
+    return on, off
+
+
+def test_profile_node_split_and_placement_from_four_nodes(cluster4, tmp_path):
+    """`mpiopt profile` at 4 x 2 (Open MPI; 8 ranks on 2 cores) of examples/halo2d.c placed by a
+    scattered rank order: the profile names each rank's host as the rank found it
+    (MPI_Get_processor_name), and its node split (`hosts`, `node_split`; `mpiopt report`'s Nodes
+    table) names the 4 hosts with the ranks the order put on each and the matrix's bytes split
+    on-node / off-node by them. `mpiopt place search --matrix` of that profile then writes an
+    order; the program profiled again under it on the 4 hosts sends off-node exactly the bytes
+    the search predicted, fewer than the scattered order's."""
+    require_build("openmpi")
+    exe = tmp_path / "halo2d"
+    subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
+                   check=True)
+    scattered = tmp_path / "scattered"
+    scattered.write_text("0,7\n1,6\n2,5\n3,4\n")
+    want = {0: "n1", 7: "n1", 1: "n2", 6: "n2", 2: "n3", 5: "n3", 3: "n4", 4: "n4"}
+    summary = _profile_on_four_nodes(cluster4, exe, scattered, tmp_path / "p1")
+    prof = json.loads((tmp_path / "p1" / "mpiopt-profile.json").read_text())
+    assert summary["hosts"] == prof["hosts"] == [want[r] for r in range(8)], summary["hosts"]
+    split = summary["node_split"]
+    assert [(n["host"], n["ranks"]) for n in split["nodes"]] == \
+        [("n1", [0, 7]), ("n2", [1, 6]), ("n3", [2, 5]), ("n4", [3, 4])], split
+    matrix = prof["matrix"]["entries"]
+    assert matrix, prof["matrix"]
+    on, off = _split_of(matrix, want)
+    assert (split["bytes_on_node"], split["bytes_off_node"]) == (on, off) and off > 0, split
+    assert sum(n["bytes_off_node"] for n in split["nodes"]) == off
+    rep = subprocess.run([sys.executable, "-m", "mpiopt", "report", tmp_path / "p1" /
+                          "mpiopt-profile.json"], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, COLUMNS="120"))
+    assert "Nodes: point-to-point bytes sent on-node / off-node, by host (4 hosts)" in rep.stdout
+    assert re.search(r"n2\s+\S\s+1,6\s", rep.stdout), rep.stdout
+
+    found_order = tmp_path / "found"
+    search = subprocess.run([sys.executable, "-m", "mpiopt", "place", "search", "--matrix",
+                             tmp_path / "p1" / "mpiopt-profile.json", "--ppn", "2", "--json",
+                             "-o", found_order], capture_output=True, text=True, check=True)
+    best = json.loads(search.stdout)["best"]
+    assert best["off_node_bytes"] < off, (best, off)
+    summary2 = _profile_on_four_nodes(cluster4, exe, found_order, tmp_path / "p2")
+    order = best["order"]
+    host_of = {rank: f"n{i // 2 + 1}" for i, rank in enumerate(order)}
+    assert summary2["hosts"] == [host_of[r] for r in range(8)], (summary2["hosts"], order)
+    assert summary2["node_split"]["bytes_off_node"] == best["off_node_bytes"], \
+        (summary2["node_split"], best)
 
 
 # ---- teardown --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..launch import user_preloads
-from ..profile import PROFILE_NAME, load, site_rows
+from ..profile import PROFILE_NAME, load, node_split, site_rows
 from . import report, run
 
 TRACE_DIR = "mpiopt-trace"   # the OTF2 archive's directory beside the profile (src/profile/trace.c)
@@ -82,7 +82,8 @@ def profile(args) -> int:
         print(json.dumps({"profile": str(path), "text_report": str(out / "mpiopt-profile.txt"),
                           "flavour": getattr(args, "flavour_used", None), "exit_status": status,
                           "ld_preload": getattr(args, "ld_preload_used", None),
-                          "ranks": prof.ranks, "mpi": prof.data["mpi"],
+                          "ranks": prof.ranks, "mpi": prof.data["mpi"], "hosts": prof.hosts,
+                          "node_split": node_split(prof),
                           **({"sites": site_rows(prof)} if args.sites or args.stack else {}),
                           **({"trace": prof.data.get("trace")} if args.trace or args.trace_events else {})},
                          indent=1))

@@ -15,7 +15,7 @@ from rich.text import Text
 from .. import mpi
 from ..errors import UsageError
 from ..profile import Line, compare, compare_sites, load, sections, site_rows, top_calls, top_ranks
-from ..profile.tables import papi_note
+from ..profile.tables import node_split, papi_note
 from ..console import console as report_console
 
 EXAMPLE = """examples:
@@ -65,10 +65,30 @@ def print_profile(prof, top: int = 0, console: Console | None = None) -> None:
         for line in lines:
             table.add_row(line.label, *_stat_cells(line))
         console.print(table)
+    print_nodes(prof, console)
     if not prof.data.get("papi", {}).get("available"):
         console.print(f"PAPI summary: {papi_note(prof)}")
     if top:
         print_top(prof, top, console)
+
+
+def print_nodes(prof, console: Console) -> None:
+    """The point-to-point matrix split by the hosts the ranks ran on (node_split), where the
+    profile has them and the ranks ran on more than one host."""
+    split = node_split(prof)
+    if not split or len(split["nodes"]) < 2:
+        return
+    table = Table(title=f"Nodes: point-to-point bytes sent on-node / off-node, by host "
+                  f"({len(split['nodes'])} hosts)", title_justify="left")
+    for col in ("host", "ranks", "on-node bytes", "off-node bytes", "on-node msgs", "off-node msgs"):
+        table.add_column(col, justify="left" if col in ("host", "ranks") else "right")
+    for row in split["nodes"]:
+        table.add_row(Text(row["host"]), ",".join(map(str, row["ranks"])),
+                      f"{row['bytes_on_node']:.4G}", f"{row['bytes_off_node']:.4G}",
+                      str(row["messages_on_node"]), str(row["messages_off_node"]))
+    table.add_row("all", "", f"{split['bytes_on_node']:.4G}", f"{split['bytes_off_node']:.4G}",
+                  str(split["messages_on_node"]), str(split["messages_off_node"]))
+    console.print(table)
 
 
 def print_top(prof, n: int, console: Console) -> None:
@@ -236,7 +256,7 @@ def report(args) -> int:
         for p in profiles:
             out.append({"profile": str(p.path), "ranks": p.ranks, "program": p.program,
                         "sections": {t: _lines_json(ls) for t, ls in sections(p)},
-                        "papi": papi_note(p),
+                        "papi": papi_note(p), "hosts": p.hosts, "node_split": node_split(p),
                         **({"top_calls": top_calls(p, args.top), "top_ranks": top_ranks(p, args.top)}
                            if args.top else {}),
                         **({"sites": site_rows(p)} if args.sites else {})})

@@ -43,6 +43,13 @@ class Profile:
             msgs[src, dst] += m
         return nbytes, msgs
 
+    @property
+    def hosts(self) -> list[str] | None:
+        """Each rank's host (MPI_Get_processor_name), or None: a profile from before they were
+        recorded."""
+        hosts = self.data.get("hosts")
+        return list(hosts) if hosts else None
+
     def per_rank(self, key: str) -> np.ndarray:
         return np.asarray(self.data["per_rank"][key], dtype=float)
 
@@ -97,6 +104,10 @@ def load(path: str | Path) -> Profile:
     for key, values in data["per_rank"].items():
         if not isinstance(values, list) or len(values) != n:
             raise ProfileError(f"{path}: per_rank.{key} does not have {n} values")
+    hosts = data.get("hosts")
+    if hosts is not None and (not isinstance(hosts, list) or (hosts and len(hosts) != n)
+                              or not all(isinstance(h, str) for h in hosts)):
+        raise ProfileError(f"{path}: hosts is not a list of {n} host names")
     entries = data["matrix"].get("entries")
     if not isinstance(entries, list) or any(
             not isinstance(e, list) or len(e) != 4 or not (0 <= e[0] < n and 0 <= e[1] < n)

@@ -169,3 +169,27 @@ def compare_sites(a: Profile, b: Profile) -> list[tuple[tuple, dict | None, dict
         ratio = y["time"]["avg"] / x["time"]["avg"] if x and y and x["time"]["avg"] else None
         out.append((key, x, y, ratio))
     return out
+
+
+def node_split(p: Profile) -> dict | None:
+    """The matrix split by the hosts the ranks ran on (the profile's `hosts`): per host, in
+    first-seen order, its ranks and the point-to-point bytes and messages its ranks sent to ranks
+    on the same host (on-node) and on other hosts (off-node); None without hosts."""
+    hosts = p.hosts
+    if not hosts:
+        return None
+    nbytes, msgs = p.matrix()
+    names = list(dict.fromkeys(hosts))
+    where = np.array([names.index(h) for h in hosts])
+    same = where[:, None] == where[None, :]
+    rows = []
+    for i, name in enumerate(names):
+        mine = where == i
+        rows.append({"host": name, "ranks": [int(r) for r in np.flatnonzero(mine)],
+                     "bytes_on_node": float(nbytes[mine][:, where == i].sum()),
+                     "bytes_off_node": float(nbytes[mine][:, where != i].sum()),
+                     "messages_on_node": int(msgs[mine][:, where == i].sum()),
+                     "messages_off_node": int(msgs[mine][:, where != i].sum())})
+    return {"nodes": rows, "bytes_on_node": float(nbytes[same].sum()),
+            "bytes_off_node": float(nbytes[~same].sum()),
+            "messages_on_node": int(msgs[same].sum()), "messages_off_node": int(msgs[~same].sum())}
