@@ -104,8 +104,9 @@ def _env(**extra) -> dict:
     return env
 
 
-def finished(r: nodes.JobResult, flavour: str, done: str) -> str:
-    """The job's output once its results are complete: it ended with status 0, or (MPICH only)
+def finished(r: nodes.JobResult, flavour: str, done: str, statuses=(0,)) -> str:
+    """The job's output once its results are complete: it ended with a status of `statuses`
+    (0; a caller that checks the failures it printed may allow the checker's 1), or (MPICH only)
     it printed `done` and then hung in MPI_Finalize, which is warned about and logged, not
     passed silently. Anything else fails with the job's output."""
     out = r.stdout + r.stderr
@@ -121,7 +122,7 @@ def finished(r: nodes.JobResult, flavour: str, done: str) -> str:
             test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
             f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')}\t{test}\t{msg}\n")
     else:
-        assert r.returncode == 0, f"exit status {r.returncode}{tail}"
+        assert r.returncode in statuses, f"exit status {r.returncode}{tail}"
     assert not r.leftovers, f"processes left after the job ended: {r.leftovers}"
     return out
 
@@ -374,7 +375,9 @@ def test_four_nodes_checker_and_dropin(cluster4, flavour):
                                         "minimal", "--counts", "1,p+1,1000,65537", "--comms",
                                         "world,split", "--roots", "last"],
                         env=_env(), timeout=400, done=CHECKER_DONE)
-    out = finished(r, flavour, CHECKER_DONE)
+    # the checker exits 1 after failures: MPICH's own reduce's (below), which are checked here,
+    # made the test fail whenever the job did not hang in MPI_Finalize
+    out = finished(r, flavour, CHECKER_DONE, statuses=(0, 1) if flavour == "mpich" else (0,))
     checks, failures = checker_counts(out)
     assert checks > 10_000
     fails = re.findall(r"^FAIL .*$", out, re.M)
