@@ -259,9 +259,10 @@ def vendor_table(names):
 
 
 def write(path, text):
-    with open(path + ".tmp", "w") as f:
+    tmp = f"{path}.{os.getpid()}.tmp"     # a file of this run's own, then one rename
+    with open(tmp, "w") as f:
         f.write(text)
-    os.replace(path + ".tmp", path)
+    os.replace(tmp, path)
 
 
 def main():
