@@ -29,6 +29,7 @@ import time
 # seconds a job has to end after the first signal, before SIGKILL: enough for mpirun, which
 # answers SIGTERM by ending its ranks (and SIGKILLs them itself after a second)
 GRACE = 2.0
+KILL_WAIT = 2.0     # seconds: how long after SIGKILL end() waits for the job's processes to be gone
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
@@ -137,6 +138,12 @@ def end(proc: subprocess.Popen, signum: int = signal.SIGTERM, grace: float = GRA
                 time.sleep(0.05)
             else:
                 _signal_job(proc, signal.SIGKILL)
+                # a killed process lives on until it is next scheduled: on return the job is
+                # gone, not dying (seen: `sleep` still running just after its SIGKILL)
+                deadline = time.monotonic() + KILL_WAIT
+                while _session_members(proc.pid) and time.monotonic() < deadline:
+                    proc.poll()
+                    time.sleep(0.01)
         proc.wait()
     finally:
         _ending -= 1
