@@ -64,6 +64,6 @@ static inline void mpiopt_fortran_started(int rc, MPI_Request r, MPI_Fint *reque
 }
 #endif
 
-#include "persistent_name.h"
+#include "persistent_name.h"     /* src/: the entry layer names the vendor's by it too */
 
 #endif

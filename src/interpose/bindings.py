@@ -241,7 +241,7 @@ def vendor_header(names):
         "#ifndef MPIOPT_GENERATED_VENDOR_H\n#define MPIOPT_GENERATED_VENDOR_H\n"
         "/* the sources that ask for GNU extensions ask before any system header: this comes first */\n"
         "#ifndef _GNU_SOURCE\n#define _GNU_SOURCE\n#endif\n"
-        "#include <mpi.h>\n#include \"interpose/persistent_name.h\"\n\n"
+        "#include <mpi.h>\n#include \"persistent_name.h\"\n\n"
         + guarded(names, lambda n: f"extern __typeof__(P{n}) *mpiopt_vendor_P{n} "
                                    f"__attribute__((visibility(\"hidden\")));\n"
                                    f"#define P{n} (*mpiopt_vendor_P{n})\n")

@@ -112,13 +112,9 @@ int mpiopt_start_recorded(int (*record)(const void *args, mpiopt_schedule *s), c
 
 /* The vendor's persistent collective `name` (MPIOPT_VENDOR_INIT(Scan): PMPI_Scan_init): MPI-4's,
  * Open MPI 4.1's PMPIX_ (its pcollreq extension), or undefined where there is none (SimGrid). */
-#if MPI_VERSION >= 4 || defined(MPIOPT_HAVE_PERSISTENT_COLL)
-#define MPIOPT_VENDOR_INIT(name) PMPI_##name##_init
-#elif defined(OMPI_MAJOR_VERSION)
-#include <mpi-ext.h>
-#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-#define MPIOPT_VENDOR_INIT(name) PMPIX_##name##_init
-#endif
+#include "persistent_name.h"
+#ifdef VENDOR_PERSISTENT_NAME
+#define MPIOPT_VENDOR_INIT(name) VENDOR_PERSISTENT_NAME(name##_init)
 #endif
 
 #endif
