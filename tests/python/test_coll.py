@@ -125,6 +125,46 @@ def test_tuning_file_rows_choose_the_algorithm(flavour):
 
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_tuning_file_rows_apply_to_their_rank_count_class(flavour):
+    """Version 2 rows cover a class of communicator sizes (min_ranks..max_ranks), as
+    `mpiopt tune` writes them: at 5 ranks the checker's split makes communicators of 2 and 3
+    ranks beside the world's 5. The 3-rank one takes the rows measured at 4 (class 3-4), the
+    2-rank one those of class 2-2, and the world, in no class, the cost model; MPIOPT_VERBOSE
+    says which, once per operation and size."""
+    def row(ranks, lo, hi, max_bytes, algorithm):
+        return {"ranks": ranks, "min_ranks": lo, "max_ranks": hi, "max_bytes": max_bytes,
+                "algorithm": algorithm}
+
+    table = {"version": 2, "flavour": flavour,
+             "model": {"alpha": 2e-6, "beta": 2e-10, "gamma": 1e-10},
+             "allreduce": [row(2, 2, 2, 1 << 40, "binomial"),
+                           row(4, 3, 4, 100, "ring"), row(4, 3, 4, 1 << 40, "binary_blocks")],
+             "reduce": [row(4, 3, 4, 1 << 40, "rabenseifner")]}
+    r = run_with_tuning_file(flavour, 5, table, ["--algorithms", "auto", "--cases", "minimal",
+                                                 "--counts", "1,1000", "--comms", "world,split"],
+                             MPIOPT_VERBOSE="1")
+    assert r.returncode == 0 and "0 failures" in r.stdout, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "warning" not in r.stderr
+    said = [l for l in r.stderr.splitlines() if l.startswith("mpiopt: tuning file: ")]
+    assert sorted(said) == sorted([
+        "mpiopt: tuning file: allreduce p=2: the rows of class 2-2 ranks, measured at 2",
+        "mpiopt: tuning file: allreduce p=3: the rows of class 3-4 ranks, measured at 4",
+        "mpiopt: tuning file: reduce p=3: the rows of class 3-4 ranks, measured at 4",
+        "mpiopt: tuning file: reduce p=2: no row's class holds 2 ranks, the cost model decides",
+        "mpiopt: tuning file: allreduce p=5: no row's class holds 5 ranks, the cost model decides",
+        "mpiopt: tuning file: reduce p=5: no row's class holds 5 ranks, the cost model decides"]), said
+    lines = verbose_lines(r.stderr)
+    # class 3-4's rows at p = 3: ring up to 100 B, binary_blocks above (order-keeping
+    # algorithms for the checker's non-commutative op); class 2-2's at p = 2
+    assert any(l.startswith("mpiopt: allreduce p=3 bytes<=4:") and l.endswith(": ring")
+               for l in lines), lines
+    assert any(l.startswith("mpiopt: allreduce p=3 bytes<=4096:") and l.endswith(": binary_blocks")
+               for l in lines), lines
+    assert all(l.endswith(": rabenseifner") for l in lines if l.startswith("mpiopt: reduce p=3 ")), lines
+    assert all(l.endswith(": binomial") for l in lines if l.startswith("mpiopt: allreduce p=2 ")), lines
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_measured_patterns_in_the_tuning_file_change_the_choice(flavour):
     """With one α and β for every message, recursive doubling wins 4000 bytes at p = 4; when
     mpiopt-exchange measured that the distance-2 step (and the ring) share a slow link, the model

@@ -82,7 +82,7 @@ def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
     run = mpi.run(flavour, 2, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8:8", "-i", "1", "-x", "0"],
                   env=env, timeout=120)
     assert run.returncode == 0, run.stderr
-    chosen = [line for line in run.stderr.splitlines() if "allreduce" in line and "mpiopt" in line]
+    chosen = [line for line in run.stderr.splitlines() if line.startswith("mpiopt: allreduce p=2 ")]
     assert chosen and chosen[0].split()[-1] == table["allreduce"][0]["algorithm"], run.stderr
 
 

@@ -1,8 +1,9 @@
 /* Choosing the algorithm for a call.
  *
  * Order of authority: an explicit algorithm argument; MPIOPT_ALLREDUCE / MPIOPT_REDUCE; the
- * tuning table's rows for this communicator size (MPIOPT_TUNING_FILE, or the compiled-in rows
- * measured on the development machine); the cost model. A choice that cannot reduce a
+ * tuning table's rows for this communicator size's rank-count class (MPIOPT_TUNING_FILE, whose
+ * rows each cover a range of sizes, or the compiled-in rows measured on the development machine,
+ * each for exactly the size it was measured at); the cost model. A choice that cannot reduce a
  * non-commutative op in rank order is replaced by the cheapest one that can.
  *
  * The choice is a pure function of (p, bytes, commutativity) and the environment, so every rank
@@ -99,8 +100,12 @@ static void load_defaults(void)
         rows = default_rows_mpich;
     for (int w = 0; w < 2; w++) {
         tuning.nrows[w] = 0;
-        for (int i = 0; rows && i < 8 && rows[w][i].ranks > 0; i++)
-            tuning.rows[w][tuning.nrows[w]++] = rows[w][i];
+        for (int i = 0; rows && i < 8 && rows[w][i].ranks > 0; i++) {
+            /* each built-in row covers exactly the count it was measured at */
+            mpiopt_tuning_row r = rows[w][i];
+            r.min_ranks = r.max_ranks = r.ranks;
+            tuning.rows[w][tuning.nrows[w]++] = r;
+        }
     }
 }
 
@@ -201,9 +206,12 @@ static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commu
                                    int vendor_ok)
 {
     const mpiopt_tuning_row *rows = tuning.rows[is_reduce];
+    /* the rows of p's rank-count class: those measured at `ranks` whose class holds p */
+    int ranks = mpiopt_tuning_class(rows, tuning.nrows[is_reduce], p, NULL, NULL);
     int matched = 0;
-    for (int i = 0; i < tuning.nrows[is_reduce]; i++) {
-        if (rows[i].ranks != p || (!matched && (double)bytes > rows[i].max_bytes))
+    for (int i = 0; ranks && i < tuning.nrows[is_reduce]; i++) {
+        if (rows[i].ranks != ranks || p < rows[i].min_ranks || p > rows[i].max_ranks ||
+            (!matched && (double)bytes > rows[i].max_bytes))
             continue;
         /* the row for this size; if its choice cannot take the call (the vendor where it is
          * wrong, an order-breaking algorithm for a non-commutative op), the next row's, measured
@@ -236,6 +244,31 @@ static uint64_t cache_key(int is_reduce, int p, size_t bytes, int commutative, i
     return ((uint64_t)bytes << (ALG_BITS + 25)) | ((uint64_t)(vendor_ok != 0) << (ALG_BITS + 24)) |
            ((uint64_t)p << (ALG_BITS + 2)) | ((uint64_t)commutative << (ALG_BITS + 1)) |
            ((uint64_t)is_reduce << ALG_BITS);
+}
+
+/* Under MPIOPT_VERBOSE with a tuning file, once per (operation, p) before its first decision:
+ * whose rows `auto` takes for p, or that no row's class holds p. */
+static void report_class(int is_reduce, int p, int rank)
+{
+    static uint64_t printed[1024];
+    static int nprinted;
+    uint64_t key = ((uint64_t)p << 1) | (uint64_t)is_reduce;
+    for (int i = 0; i < nprinted; i++)
+        if (printed[i] == key)
+            return;
+    if (nprinted < 1024)
+        printed[nprinted++] = key;
+    if (rank != 0)
+        return;
+    int lo = 0, hi = 0;
+    int ranks = mpiopt_tuning_class(tuning.rows[is_reduce], tuning.nrows[is_reduce], p, &lo, &hi);
+    const char *op = is_reduce ? "reduce" : "allreduce";
+    if (ranks)
+        fprintf(stderr, "mpiopt: tuning file: %s p=%d: the rows of class %d-%d ranks, measured at "
+                "%d\n", op, p, lo, hi, ranks);
+    else
+        fprintf(stderr, "mpiopt: tuning file: %s p=%d: no row's class holds %d ranks, the cost "
+                "model decides\n", op, p, p);
 }
 
 static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int rank)
@@ -281,6 +314,8 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
     mpiopt_algorithm a = requested;
     if (a == MPIOPT_ALG_AUTO && forced[is_reduce] >= 0)
         a = (mpiopt_algorithm)forced[is_reduce];
+    if (a == MPIOPT_ALG_AUTO && tuning_from_file && mpiopt_verbose())
+        report_class(is_reduce, p, rank);
     if (a != MPIOPT_ALG_AUTO) {
         if (!mpiopt_algorithm_fits(a, p, commutative))
             a = cheapest(is_reduce, p, bytes, commutative);

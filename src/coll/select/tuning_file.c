@@ -3,8 +3,11 @@
  *                                              "ranks_per_node": K, "intra_alpha": ..,
  *                                              "intra_beta": ..,
  *                                              "exchange": {"ranks": P, "patterns": [...]}},
- *    "allreduce": [{"ranks": P, "max_bytes": B, "algorithm": "NAME"}, ...], "reduce": [...]}
- * ("exchange", optional, is what mpiopt-exchange --json prints)
+ *    "allreduce": [{"ranks": P, "min_ranks": LO, "max_ranks": HI, "max_bytes": B,
+ *                   "algorithm": "NAME"}, ...], "reduce": [...]}
+ * ("exchange", optional, is what mpiopt-exchange --json prints; "min_ranks" and "max_ranks",
+ * the row's rank-count class, are version 2's and optional: without them a row covers exactly
+ * its "ranks", as every row of version 1 did)
  * so a recursive-descent walk over JSON values that picks those keys is enough; unknown keys are
  * skipped, so newer writers can add fields. The file is read inside the program's process (in
  * MPI_Init's first collective), so bad content must cost a warning, never the program: the
@@ -298,6 +301,10 @@ static int row_key(parser *p, const char *key, void *ctx)
     mpiopt_tuning_row *r = ctx;
     if (!strcmp(key, "ranks"))
         return parse_int(p, &r->ranks, 1, 1 << 30, "a row's ranks out of range");
+    if (!strcmp(key, "min_ranks"))
+        return parse_int(p, &r->min_ranks, 1, 1 << 30, "a row's min_ranks out of range");
+    if (!strcmp(key, "max_ranks"))
+        return parse_int(p, &r->max_ranks, 1, 1 << 30, "a row's max_ranks out of range");
     if (!strcmp(key, "max_bytes"))
         return parse_number(p, &r->max_bytes);
     if (!strcmp(key, "algorithm")) {
@@ -323,11 +330,20 @@ typedef struct {
 static int row_item(parser *p, void *ctx)
 {
     rows_ctx *rc = ctx;
-    mpiopt_tuning_row r = {0, -1, (mpiopt_algorithm)-1};
+    mpiopt_tuning_row r = {0, -1, (mpiopt_algorithm)-1, 0, 0};
     if (parse_object(p, row_key, &r))
         return -1;
     if (r.ranks < 1 || r.max_bytes < 0 || (int)r.algorithm < 0) {
         p->err = "a row needs ranks >= 1, max_bytes >= 0 and algorithm";
+        return -1;
+    }
+    /* a bound not given is the measured count itself */
+    if (!r.min_ranks)
+        r.min_ranks = r.ranks;
+    if (!r.max_ranks)
+        r.max_ranks = r.ranks;
+    if (r.min_ranks > r.ranks || r.ranks > r.max_ranks) {
+        p->err = "a row needs min_ranks <= ranks <= max_ranks";
         return -1;
     }
     if (rc->t->nrows[rc->which] == MPIOPT_TUNING_MAX_ROWS) {
@@ -358,8 +374,8 @@ static int top_key(parser *p, const char *key, void *ctx)
         double v;
         if (parse_number(p, &v))
             return -1;
-        if (v != 1) {
-            p->err = "unsupported version (this library reads version 1)";
+        if (v != 1 && v != 2) {
+            p->err = "unsupported version (this library reads versions 1 and 2)";
             return -1;
         }
         return 0;
@@ -373,6 +389,30 @@ static int compare_rows(const void *a, const void *b)
     if (x->ranks != y->ranks)
         return x->ranks < y->ranks ? -1 : 1;
     return (x->max_bytes > y->max_bytes) - (x->max_bytes < y->max_bytes);
+}
+
+int mpiopt_tuning_class(const mpiopt_tuning_row *rows, int n, int p, int *min_ranks,
+                        int *max_ranks)
+{
+    int best = -1;
+    long best_distance = 0;
+    for (int i = 0; i < n; i++) {
+        if (p < rows[i].min_ranks || p > rows[i].max_ranks)
+            continue;
+        long d = labs((long)rows[i].ranks - p);
+        if (best < 0 || d < best_distance ||
+            (d == best_distance && rows[i].ranks > rows[best].ranks)) {
+            best = i;
+            best_distance = d;
+        }
+    }
+    if (best < 0)
+        return 0;
+    if (min_ranks)
+        *min_ranks = rows[best].min_ranks;
+    if (max_ranks)
+        *max_ranks = rows[best].max_ranks;
+    return rows[best].ranks;
 }
 
 int mpiopt_tuning_parse(const char *text, const char *name, mpiopt_tuning *t, char *err,
