@@ -33,7 +33,19 @@ def test_rows_merge_sizes_and_prefer_the_vendor_within_the_margin():
     assert [r["algorithm"] for r in rows] == ["vendor", "ring", "vendor"]
     assert rows[0]["max_bytes"] == 11 and rows[1]["max_bytes"] == 45   # geometric means 8|16, 32|64
     assert rows[-1]["max_bytes"] == tune.LAST_MAX_BYTES
-    assert all(r["ranks"] == 4 for r in rows)
+    assert all(r["ranks"] == 4 and (r["min_ranks"], r["max_ranks"]) == (4, 4) for r in rows)
+    assert all((r["min_ranks"], r["max_ranks"]) == (3, 4) for r in tune.table_rows(d, (3, 4)))
+
+
+def test_rank_classes_are_powers_of_two_shared_between_the_counts_measured_in_one():
+    assert [tune.power_of_two_class(p) for p in (1, 2, 3, 4, 5, 8, 9, 33, 64, 65)] == \
+        [(1, 1), (2, 2), (3, 4), (3, 4), (5, 8), (5, 8), (9, 16), (33, 64), (33, 64), (65, 128)]
+    assert tune.rank_classes([2, 4, 8, 16, 32, 64]) == \
+        {2: (2, 2), 4: (3, 4), 8: (5, 8), 16: (9, 16), 32: (17, 32), 64: (33, 64)}
+    assert tune.rank_classes([64]) == {64: (33, 64)}
+    assert tune.rank_classes([64, 48]) == {48: (33, 48), 64: (49, 64)}
+    assert tune.rank_classes([2, 3, 4]) == {2: (2, 2), 3: (3, 3), 4: (4, 4)}
+    assert tune.rank_classes([5, 6, 7, 100]) == {5: (5, 5), 6: (6, 6), 7: (7, 8), 100: (65, 128)}
 
 
 def test_a_lone_noisy_size_does_not_split_a_range():
@@ -60,23 +72,26 @@ def test_fit_recovers_the_parameters_of_the_cost_model():
 
 @needs_build
 def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
+    """-np 2,3: rows for the classes 2 and 3-4; a program at 4 ranks, measured by nobody, takes
+    the rows measured at 3, and one at 5 the cost model."""
     flavour = FLAVOURS[0]
     out = tmp_path / "tuning.json"
-    r = mpiopt("tune", "-np", "2", "--flavour", flavour, "--sizes", "8:512", "--iterations", "3",
+    r = mpiopt("tune", "-np", "2,3", "--flavour", flavour, "--sizes", "8:512", "--iterations", "3",
                "--warmup", "0", "-o", str(out), "--json")
     assert r.returncode == 0, r.stderr
     table = json.loads(out.read_text())
     assert json.loads(r.stdout)["tables"][flavour] == table
-    assert table["version"] == 1 and table["flavour"] == flavour
+    assert table["version"] == 2 and table["flavour"] == flavour
     assert set(table["model"]) == {"alpha", "beta", "gamma"}
     assert all(isinstance(v, float) and v >= 0 for v in table["model"].values())
     assert table["model"]["alpha"] > 0
     for op in ("allreduce", "reduce"):
-        rows = table[op]
-        assert rows and all(set(row) == {"ranks", "max_bytes", "algorithm"} for row in rows)
-        assert all(row["ranks"] == 2 and row["algorithm"] in ALGORITHMS for row in rows)
-        sizes = [row["max_bytes"] for row in rows]
-        assert sizes == sorted(sizes) and sizes[-1] == tune.LAST_MAX_BYTES
+        assert table[op] and all(set(row) == {"ranks", "min_ranks", "max_ranks", "max_bytes", "algorithm"}
+                                 and row["algorithm"] in ALGORITHMS for row in table[op])
+        assert {(row["ranks"], row["min_ranks"], row["max_ranks"]) for row in table[op]} == {(2, 2, 2), (3, 3, 4)}
+        for ranks in (2, 3):
+            sizes = [row["max_bytes"] for row in table[op] if row["ranks"] == ranks]
+            assert sizes == sorted(sizes) and sizes[-1] == tune.LAST_MAX_BYTES
     # libmpiopt loads it: auto's choice for 8 bytes on 2 ranks is the table's first row
     env = dict(os.environ, MPIOPT_TUNING_FILE=str(out), MPIOPT_VERBOSE="1")
     run = mpi.run(flavour, 2, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8:8", "-i", "1", "-x", "0"],
@@ -84,6 +99,13 @@ def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
     assert run.returncode == 0, run.stderr
     chosen = [line for line in run.stderr.splitlines() if line.startswith("mpiopt: allreduce p=2 ")]
     assert chosen and chosen[0].split()[-1] == table["allreduce"][0]["algorithm"], run.stderr
+    assert "mpiopt: tuning file: allreduce p=2: the rows of class 2-2 ranks, measured at 2" in run.stderr
+    for p, said in ((4, "the rows of class 3-4 ranks, measured at 3"),
+                    (5, "no row's class holds 5 ranks, the cost model decides")):
+        run = mpi.run(flavour, p, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8:8", "-i", "1", "-x", "0",
+                                   "--algorithms", "auto"], env=env, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert f"mpiopt: tuning file: allreduce p={p}: {said}" in run.stderr, run.stderr
 
 
 @pytest.mark.parametrize("args, message", [

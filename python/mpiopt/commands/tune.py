@@ -7,6 +7,10 @@ and MPI_Reduce, names the fastest algorithm per size range, and fits the cost mo
 and gamma to the measured times of mpiopt's algorithms (least squares on relative error, using the
 cost model of libmpiopt itself, so the fitted parameters mean what `auto` means by them).
 
+Each measured process count's rows are labelled with its rank-count class (rank_classes): the
+communicator sizes libmpiopt gives them, powers of two (2, 3-4, 5-8, ..., 33-64), split between
+the counts measured inside one class. A size in no class gets the cost model.
+
 Where the run spans nodes (--ranks-per-node K: pretend nodes of K consecutive ranks, as libmpiopt's
 MPIOPT_RANKS_PER_NODE; else the nodes MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds), it also
 measures the two levels of the node-aware model with `mpiopt-exchange --levels`: intra-node
@@ -32,14 +36,20 @@ from ..console import console as report_console
 EXAMPLE = """examples:
   mpiopt tune                            p = 2 and 4, every built MPI -> results/tuning-<flavour>.json
   mpiopt tune -np 2,3,4 --flavour mpich -o mpich.json
+  mpiopt tune -np 2,4,8,16,32,64 --flavour openmpi -o node.json
+        a 64-core node: rows for every communicator size from 2 to 64 (classes 2, 3-4, ..., 33-64)
   MPIOPT_TUNING_FILE=results/tuning-openmpi.json mpiopt run -np 4 -- ./app
   mpiopt tune -np 4 --ranks-per-node 2 --flavour openmpi -o two-levels.json
         pretend nodes of 2 ranks (testing on one machine): both levels measured and written,
         then `mpiopt model --ranks 64 --tuning two-levels.json` prices hierarchical with them
 
-The file: {"version": 1, "flavour": F, "model": {"alpha", "beta", "gamma"[, "ranks_per_node",
-           "intra_alpha", "intra_beta"]}, "allreduce": [{"ranks", "max_bytes", "algorithm"}...],
-           "reduce": [...]}
+The file: {"version": 2, "flavour": F, "model": {"alpha", "beta", "gamma"[, "ranks_per_node",
+           "intra_alpha", "intra_beta"]}, "allreduce": [{"ranks", "min_ranks", "max_ranks",
+           "max_bytes", "algorithm"}...], "reduce": [...]}
+Rows measured at `ranks` apply to communicators of min_ranks..max_ranks ranks (the class):
+powers of two, 1, 2, 3-4, 5-8, ... (2^(k-1), 2^k]; where one class holds several measured
+counts, each covers the sizes from just above the next smaller one up to itself and the largest
+up to the class's top (-np 48,64: 33-48 and 49-64). A size in no class: the cost model decides.
 Rows for one process count are sorted by max_bytes; the first row with bytes <= max_bytes wins.
 Two levels (ranks_per_node ...) where the largest -np spans nodes: with --ranks-per-node, or on
 nodes MPI finds. alpha, beta: one rank a node sending to another node's; intra_alpha, intra_beta:
@@ -66,9 +76,33 @@ def choose(rows: dict[str, dict], previous: str | None) -> str:
     return best["algorithm"]
 
 
-def table_rows(doc: dict) -> list[dict]:
-    """Rows {"ranks", "max_bytes", "algorithm"} for one benchmark run; a change of algorithm
-    between two measured sizes is put at their geometric mean."""
+def power_of_two_class(ranks: int) -> tuple[int, int]:
+    """The power-of-two class (2^(k-1), 2^k] holding `ranks`, as (smallest, largest) size:
+    1 -> (1, 1), 2 -> (2, 2), 3 -> (3, 4), 6 -> (5, 8), 64 -> (33, 64)."""
+    top = 1 << (ranks - 1).bit_length()
+    return top // 2 + 1 if top > 1 else 1, top
+
+
+def rank_classes(ranks: list[int]) -> dict[int, tuple[int, int]]:
+    """{measured count: (min_ranks, max_ranks)}, the communicator sizes its rows apply to: its
+    power-of-two class, shared between the counts measured inside one class (each from just
+    above the next smaller one up to itself, the largest up to the class's top)."""
+    classes = {}
+    for m in sorted(set(ranks)):
+        lo, hi = power_of_two_class(m)
+        below = [c for c in classes if c >= lo]      # measured counts of the same class, smaller
+        if below:
+            prev = max(below)
+            classes[prev] = (classes[prev][0], prev)
+            lo = prev + 1
+        classes[m] = (lo, hi)
+    return classes
+
+
+def table_rows(doc: dict, rank_class: tuple[int, int] | None = None) -> list[dict]:
+    """Rows {"ranks", "min_ranks", "max_ranks", "max_bytes", "algorithm"} for one benchmark run
+    (rank_class: the sizes they apply to, default the run's process count alone); a change of
+    algorithm between two measured sizes is put at their geometric mean."""
     sizes = bench.by_size(doc)
     choices: list[tuple[int, str]] = []
     for size in sorted(sizes):
@@ -85,7 +119,9 @@ def table_rows(doc: dict) -> list[dict]:
         if i + 1 < len(choices) and choices[i + 1][1] == alg:
             continue
         max_bytes = int(math.sqrt(size * choices[i + 1][0])) if i + 1 < len(choices) else LAST_MAX_BYTES
-        rows.append({"ranks": doc["ranks"], "max_bytes": max_bytes, "algorithm": alg})
+        lo, hi = rank_class or (doc["ranks"], doc["ranks"])
+        rows.append({"ranks": doc["ranks"], "min_ranks": lo, "max_ranks": hi, "max_bytes": max_bytes,
+                     "algorithm": alg})
     return rows
 
 
@@ -179,12 +215,13 @@ def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dic
         model.update(ranks_per_node=int(levels["ranks_per_node"]), intra_alpha=levels["intra"]["alpha"],
                      intra_beta=levels["intra"]["beta"])
         measured_levels = {"levels": levels, "one_level_fit": flat}
+    classes = rank_classes([d["ranks"] for d in docs])
     return {
-        "version": 1,
+        "version": 2,
         "flavour": flavour,
         "model": model,
-        "allreduce": [row for doc in allreduce_docs for row in table_rows(doc)],
-        "reduce": [row for doc in reduce_docs for row in table_rows(doc)],
+        "allreduce": [row for doc in allreduce_docs for row in table_rows(doc, classes[doc["ranks"]])],
+        "reduce": [row for doc in reduce_docs for row in table_rows(doc, classes[doc["ranks"]])],
         # extra keys are skipped by libmpiopt's reader; they say where the numbers come from
         "measured": {"by": "mpiopt tune", "ranks": sorted({d["ranks"] for d in allreduce_docs}),
                      "min_bytes": min(sizes), "max_bytes": max(sizes), "statistic": "median of the slowest rank",
@@ -292,13 +329,17 @@ def run(args) -> int:
         m = table["model"]
         t = Table(title=f"{flavour}: fastest algorithm per size (written to {outputs[flavour]})",
                   title_justify="left")
-        for col in ("operation", "ranks", "up to bytes", "algorithm"):
-            t.add_column(col, justify="right" if col in ("ranks", "up to bytes") else "left")
+        for col in ("operation", "measured at p", "used for p", "up to bytes", "algorithm"):
+            t.add_column(col, justify="left" if col in ("operation", "algorithm") else "right")
         for op in ("allreduce", "reduce"):
             for row in table[op]:
                 upto = "any larger" if row["max_bytes"] == LAST_MAX_BYTES else str(row["max_bytes"])
-                t.add_row(op, str(row["ranks"]), upto, row["algorithm"])
+                lo, hi = row["min_ranks"], row["max_ranks"]
+                t.add_row(op, str(row["ranks"]), str(lo) if lo == hi else f"{lo}-{hi}", upto,
+                          row["algorithm"])
         console.print(t)
+        console.print("a communicator of p ranks takes the rows whose 'used for p' holds p; "
+                      "where none does, the cost model decides")
         levels = table["measured"].get("levels")
         if levels:
             print_levels(console, levels)
