@@ -51,6 +51,9 @@ typedef struct {
     int json;
     int levels;         /* --levels: intra_node and inter_node instead */
     int ranks_per_node; /* --ranks-per-node K (0: MPIOPT_RANKS_PER_NODE, or the MPI's nodes) */
+    int warmup;         /* untimed runs before a pattern's timed ones */
+    int repeat;         /* passes of a one-step pattern a timed run */
+    long distances;     /* --distances: bit k set = measure the step of distance 2^k (0: all) */
 } options;
 
 static int rank, nranks;
@@ -60,12 +63,17 @@ static void usage(FILE *out)
     if (rank == 0)
         fprintf(out,
                 "usage: mpiopt-exchange [--small BYTES] [--large BYTES] [-i N] [--json]\n"
+                "                       [--warmup N] [--repeat N] [--distances D,D,...]\n"
                 "                       [--levels [--ranks-per-node K]]\n"
                 "Times the concurrent exchanges of recursive doubling / halving (one per distance\n"
                 "2^k), the fold of surplus ranks and the ring, and prints alpha and beta of each.\n"
                 "  --small BYTES   small message (default 8)\n"
                 "  --large BYTES   large message (default 262144)\n"
                 "  -i N            timed iterations, median reported (default 20)\n"
+                "  --warmup N      untimed runs of each pattern first (default 1)\n"
+                "  --repeat N      passes of a one-step pattern a timed run (default 8)\n"
+                "  --distances D,...  only the steps of these distances (powers of two below\n"
+                "                  the ranks; default every one); the sequences still run whole\n"
                 "  --json          one JSON document (as tuning files hold it)\n"
                 "  --levels        instead: the two levels of the node-aware model, intra_node\n"
                 "                  (ranks of one node in pairs) and inter_node (one rank a node)\n"
@@ -77,17 +85,47 @@ static void usage(FILE *out)
 
 BENCH_DEFINE_FAIL(static, "mpiopt-exchange")
 
+/* A one-step pattern's passes a timed run, by default (see `timed`) */
+#define REPEAT 8
+
+/* "1,2,16": a set of powers of two as bits (bit k: 2^k) */
+static long parse_distances(const char *text)
+{
+    long set = 0;
+    const char *at = text;
+    while (*at) {
+        char *end;
+        long d = strtol(at, &end, 10);
+        if (end == at || d < 1 || d >= (1L << MAX_LEVELS) || (d & (d - 1)))
+            fail(1, "--distances: a comma-separated list of powers of two, e.g. 1,2,16");
+        set |= d;
+        at = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            fail(1, "--distances: a comma-separated list of powers of two, e.g. 1,2,16");
+    }
+    if (!set)
+        fail(1, "--distances: name at least one");
+    return set;
+}
+
 static void parse_options(int argc, char **argv, options *o)
 {
     static struct option longs[] = {
         {"small", required_argument, 0, 's'}, {"large", required_argument, 0, 'l'},
         {"iterations", required_argument, 0, 'i'}, {"json", no_argument, 0, 'j'},
         {"levels", no_argument, 0, 'L'}, {"ranks-per-node", required_argument, 0, 'k'},
+        {"warmup", required_argument, 0, 'w'}, {"repeat", required_argument, 0, 'r'},
+        {"distances", required_argument, 0, 'd'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    *o = (options){.small = 8, .large = 256 * 1024, .iterations = 20};
+    *o = (options){.small = 8, .large = 256 * 1024, .iterations = 20, .warmup = 1,
+                   .repeat = REPEAT};
     int c;
     while ((c = getopt_long(argc, argv, "i:h", longs, NULL)) != -1) {
         char *end = NULL;
+        if (c == 'd') {         /* a list, parsed here */
+            o->distances = parse_distances(optarg);
+            continue;
+        }
         long v = optarg ? strtol(optarg, &end, 10) : 0;
         int bad = optarg && (*end || end == optarg);
         switch (c) {
@@ -96,6 +134,16 @@ static void parse_options(int argc, char **argv, options *o)
         case 'i': o->iterations = (int)v; break;
         case 'j': o->json = 1; break;
         case 'L': o->levels = 1; break;
+        case 'w':
+            if (v < 0 || v > 1000)
+                fail(1, "--warmup must be 0 to 1000");
+            o->warmup = (int)v;
+            break;
+        case 'r':
+            if (v < 1 || v > 1000)
+                fail(1, "--repeat must be 1 to 1000");
+            o->repeat = (int)v;
+            break;
         case 'k':
             if (v < 1 || v >= (1L << 30))
                 fail(1, "--ranks-per-node must be a positive integer");
@@ -111,6 +159,13 @@ static void parse_options(int argc, char **argv, options *o)
         fail(1, "need 1 <= --small < --large <= 1 GiB and -i >= 1");
     if (o->ranks_per_node && !o->levels)
         fail(1, "--ranks-per-node goes with --levels");
+    if (o->distances && o->levels)
+        fail(1, "--distances goes with the flat patterns, not --levels");
+    long p2 = 1;        /* the steps' distances are below the largest power of two <= ranks */
+    while (2 * p2 <= nranks)
+        p2 *= 2;
+    if (o->distances >= p2)
+        fail(1, "--distances: each must be below the largest power of two <= the ranks");
 }
 
 /* Processes leave a barrier at different times, and a process that leaves early waits for its
@@ -118,7 +173,6 @@ static void parse_options(int argc, char **argv, options *o)
  * one-step pattern is REPEAT passes back to back, and its time per pass is the figure. A
  * sequence of steps runs once after the barrier, as an allreduce does in a benchmark (repeated,
  * its passes would overlap). */
-#define REPEAT 8
 #define MAX_STAGES (2 * MAX_LEVELS)
 
 /* A pattern: each pass is `stages` sendrecvs in sequence, to to[i] and from from[i]
@@ -185,9 +239,9 @@ static double max_over_ranks(double t)
 }
 
 /* Passes of the pattern; returns the slowest process's seconds per pass. */
-static double timed(const pattern *pat, char *sbuf, char *rbuf, long bytes)
+static double timed(const options *o, const pattern *pat, char *sbuf, char *rbuf, long bytes)
 {
-    int passes = pat->stages == 1 ? REPEAT : 1;
+    int passes = pat->stages == 1 ? o->repeat : 1;
     barrier();
     start_together(MPI_COMM_WORLD);
     double t = MPI_Wtime();
@@ -206,9 +260,10 @@ static int compare_doubles(const void *a, const void *b)
 static double median_seconds(const options *o, const pattern *pat, char *sbuf, char *rbuf,
                              long bytes, double *times)
 {
-    timed(pat, sbuf, rbuf, bytes);    /* warm-up: first-touch, connection set-up */
+    for (int it = 0; it < o->warmup; it++)   /* first-touch, connection set-up */
+        timed(o, pat, sbuf, rbuf, bytes);
     for (int it = 0; it < o->iterations; it++)
-        times[it] = timed(pat, sbuf, rbuf, bytes);
+        times[it] = timed(o, pat, sbuf, rbuf, bytes);
     qsort(times, (size_t)o->iterations, sizeof *times, compare_doubles);
     return times[o->iterations / 2];
 }
@@ -259,9 +314,11 @@ static int flat_patterns(const options *o, char *sbuf, char *rbuf, double *times
     pattern down = {.name = MPIOPT_PATTERN_HALVING_DOUBLING, .latency_only = 1};
     for (int k = 0; k < levels; k++) {
         int peer = g >= 0 ? member_rank(g ^ (1 << k), surplus) : MPI_PROC_NULL;
-        pats[n] = (pattern){.name = MPIOPT_PATTERN_STEP, .distance = 1 << k, .stages = 1, .to = {peer},
-                            .from = {peer}};
-        measure(o, sbuf, rbuf, times, &pats[n++]);
+        if (!o->distances || (o->distances >> k & 1)) {
+            pats[n] = (pattern){.name = MPIOPT_PATTERN_STEP, .distance = 1 << k, .stages = 1,
+                                .to = {peer}, .from = {peer}};
+            measure(o, sbuf, rbuf, times, &pats[n++]);
+        }
         up.to[k] = up.from[k] = down.to[k] = down.from[k] = peer;
         down.to[2 * levels - 1 - k] = down.from[2 * levels - 1 - k] = peer;
     }

@@ -252,3 +252,46 @@ def test_large_runs_leave_out_what_the_model_rules_out(tmp_path, monkeypatch):
     # grow with log p at 8 MiB, the ring with p)
     r = run_mpiopt_in_process(*base[:2], "--sizes", "8M", "--ranks", "16384", "--results", tmp_path / "r2")
     assert r.returncode == 0 and "ring" not in asked[-1][1] and "rabenseifner" in asked[-1][1]
+
+
+def test_step_tiers_follow_the_machine():
+    """Runs of distances whose messages all take one kind of path: inside a node, one leaf
+    switch, the fat-tree's core; each distance alone where that cannot be known (the torus, a
+    rank count or ranks per node not a power of two)."""
+    assert smpi.step_tiers("fattree", 4096, 16) == [[1, 2, 4, 8], [16, 32, 64, 128],
+                                                   [256, 512, 1024, 2048]]
+    assert smpi.step_tiers("cluster", 64, 4) == [[1, 2], [4, 8, 16, 32]]
+    for kind, ranks, ppn in [("torus", 1024, 16), ("fattree", 1000, 16), ("fattree", 1024, 12)]:
+        tiers = smpi.step_tiers(kind, ranks, ppn)
+        assert all(len(t) == 1 for t in tiers) and len(tiers) == 9 + (ranks == 1024)
+    assert smpi.step_tiers("fattree", 1, 1) == []
+
+
+def test_exchange_measured_at_the_tiers_ends_equals_every_step_measured(tmp_path, monkeypatch):
+    """mpiopt-exchange under SMPI measures each tier's first and last step and gives the steps
+    between their figures where the two agree: the result must be what measuring every step
+    gives, figure for figure (512 ranks, 4 a node: 128 nodes in leaves of 16, tiers 1-2, 4-32,
+    64-256)."""
+    program = smpi.build([smpi.EXCHANGE_BENCH]) / smpi.EXCHANGE_BENCH
+    platform, hosts = smpi.write_machine(tmp_path / "machine", "fattree", 512, 4)
+    every = smpi.smpirun_json(program, ["-i", "1", "--warmup", "0", "--json"], 512, platform, hosts)
+    # the same build (and library), another cache directory: no result of an earlier run
+    lib = smpi.build_dir() / "lib"
+    cache = tmp_path / "smpi"
+    (cache / "lib").parent.mkdir(parents=True)
+    (cache / "lib").symlink_to(lib)
+    monkeypatch.setattr(smpi, "build_dir", lambda: cache)
+    monkeypatch.setattr(smpi, "build", lambda targets: program.parent)
+    tiered = smpi.measure_exchange("fattree", 512, 4)
+    figures = ("alpha", "beta", "small_seconds", "large_seconds")
+    key = lambda p: (p["pattern"], p["distance"])
+    want = {key(p): [p[f] for f in figures] for p in every["patterns"]}
+    got = {key(p): [p[f] for f in figures] for p in tiered["patterns"]}
+    assert got == want
+    borrowed = sorted(p["distance"] for p in tiered["patterns"] if "from_distance" in p)
+    assert borrowed == [8, 16, 128], borrowed     # the steps between each tier's ends
+    # and a warm-up changes nothing in a deterministic simulation
+    warmed = smpi.smpirun_json(program, ["-i", "1", "--json", "--distances", "1,64"], 512,
+                               platform, hosts)
+    assert [[p[f] for f in figures] for p in warmed["patterns"] if p["pattern"] == "step"] == \
+        [want[("step", 1)], want[("step", 64)]]
