@@ -3,8 +3,12 @@
  * compares the two results byte for byte. shared_memory must match recursive_doubling and
  * rabenseifner, the algorithms a nonblocking call records in its place (docs/collectives.md); a
  * pair with another bracketing (binomial) differs at p >= 3, which shows the check can fail.
+ * Then float sums of values of many magnitudes and both signs (each order of the p terms rounds
+ * differently), 1-1000 floats: up to 4 KiB, the sizes the shared-memory tree takes (tree.c,
+ * MPIOPT_SHM_TREE), whose brackets must be recursive doubling's.
  *
  * usage: same_bits A B      prints "same_bits: N checks, M differ" on rank 0 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +58,24 @@ int main(int argc, char **argv)
             differ += any;
             free(in), free(ra), free(rb);
         }
+    const int float_counts[] = {1, 13, 255, 1000};
+    for (int ci = 0; ci < (int)(sizeof float_counts / sizeof float_counts[0]); ci++) {
+        int n = float_counts[ci];
+        float *in = malloc(sizeof(float) * n), *ra = malloc(sizeof(float) * n),
+              *rb = malloc(sizeof(float) * n);
+        for (int i = 0; i < n; i++) {   /* +-[0.5, 1.5) * 2^(-12..12) */
+            float m = 0.5f + (float)rand() / (float)RAND_MAX;
+            int e = rand() % 25 - 12;
+            in[i] = (rand() % 2 ? -m : m) * (float)ldexp(1.0, e);
+        }
+        mpiopt_allreduce(in, ra, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, (mpiopt_algorithm)a);
+        mpiopt_allreduce(in, rb, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, (mpiopt_algorithm)b);
+        checks++;
+        int mine = memcmp(ra, rb, sizeof(float) * n) != 0, any;
+        MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD);
+        differ += any;
+        free(in), free(ra), free(rb);
+    }
     if (rank == 0)
         printf("same_bits: %d checks, %d differ\n", checks, differ);
     MPI_Finalize();

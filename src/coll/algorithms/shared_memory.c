@@ -37,6 +37,10 @@
  * (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger
  * message goes in pieces of a buffer each, every piece a call of its own (exchange).
  *
+ * From MPIOPT_SHM_TREE's rank count (default 16) allreduces and reduces of up to TREE_MAX_BYTES
+ * (4 KiB) go up a tree shaped by the node instead (tree.c): a rank reads its children's partials
+ * and its parent's result, not all p inputs, with the same bits.
+ *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank; the
  * same bits, see mpiopt_shm_reduce_inputs) when the ranks do not share one node, when a
  * nonblocking call records the algorithm (a schedule is made of messages), and under SimGrid
@@ -47,6 +51,7 @@
 #include <string.h>
 #include "coll/algorithms/algorithms.h"
 #include "coll/node/node_window.h"
+#include "coll/node/tree.h"
 #include "coll/engine/report.h"
 
 /* allreduce pieces of this size and up are reduce-scattered where p > 2: below, the second round
@@ -303,6 +308,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
+    if (mpiopt_shm_tree_takes(c, bytes))    /* p > 2, small: up a tree of the node (tree.c) */
+        return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
     if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
         c->extent <= STAGE_BYTES) {
         int direct = w->direct ? mpiopt_shm_direct_pays(c, bytes) : 0;

@@ -92,6 +92,7 @@ static int window_free(node_window *w)
     pthread_mutex_unlock(&live_lock);
     free(w->all);
     free(w->all_stages);
+    free(w->tree);
     free(w);
     return rc;
 }

@@ -62,11 +62,30 @@ typedef struct {
     _Alignas(64) char out[STAGE_BYTES];
 } stage;
 
+/* The tree's lines (tree.c): a small call's partial result going up the tree, its result coming
+ * down. Each its writer's only (single-writer), numbered with the tree's call (never reset), the
+ * number on the line's first word; a payload of up to TREE_INLINE_BYTES on that same line, a
+ * larger one (to TREE_MAX_BYTES) in `data` after it. */
+#define TREE_MAX_BYTES 4096
+#define TREE_INLINE_BYTES 56
+/* up lines in turn: a reduce's leaves look at their parent's progress once in
+ * TREE_UP_BUFFERS - 1 calls (tree.c's wait_up_writable); the down line is one (its reuse is
+ * bounded by the up pass of the call after) */
+#define TREE_UP_BUFFERS 4
+typedef struct {
+    _Alignas(64) uint64_t call;
+    char inline_data[TREE_INLINE_BYTES];
+    _Alignas(64) char data[TREE_MAX_BYTES];
+} tree_line;
+
 typedef struct {
     direct_block direct;
     buffer result[RESULT_BUFFERS];  /* this rank's share of allreduce call k's result in
                                      * result[k % RESULT_BUFFERS] */
     buffer small[SMALL_BUFFERS];    /* the ring's buffers */
+    tree_line up[TREE_UP_BUFFERS];  /* tree.c: this rank's partial of tree call k in
+                                     * up[k % TREE_UP_BUFFERS] */
+    tree_line down;                 /* tree.c: the result, for this rank's children */
 } slot;
 
 /* Small calls go through a ring of SMALL_BUFFERS input buffers that stay in cache, each call with
@@ -114,6 +133,7 @@ struct mpiopt_node_window {
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
+    struct mpiopt_shm_tree *tree;   /* tree.c's shape and state, made at its first call */
     struct mpiopt_node_window *prev, *next;
 };
 typedef mpiopt_node_window node_window;

@@ -1,0 +1,17 @@
+/* The node's shape for the shared-memory tree (tree.c): how many of a communicator's ranks share
+ * an L3 cache, a NUMA node, a package, read with hwloc where the build has it (topology.c).
+ * Internal to src/coll. */
+#ifndef MPIOPT_COLL_NODE_TOPOLOGY_H
+#define MPIOPT_COLL_NODE_TOPOLOGY_H
+
+#include "coll/engine/engine.h"
+
+#define MPIOPT_TOPOLOGY_MAX_GROUPS 3     /* L3, NUMA node, package */
+
+/* The sizes (in ranks, ascending, each > 1 and < c->size) of the nested groups of c's ranks that
+ * share an L3, a NUMA node, a package, into groups[0..n); returns n (0: no levels known: no
+ * hwloc, or every rank in one of each). The same on every rank: collective on c->user_comm (one
+ * allgather of each rank's core) where the build has hwloc, no communication where not. */
+int mpiopt_node_topology_groups(const mpiopt_coll *c, int *groups);
+
+#endif
