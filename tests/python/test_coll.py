@@ -310,6 +310,101 @@ def test_staged_allreduce_is_right_and_has_the_same_bits(flavour, p):
     assert re.search(r"^same_bits: 18 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
 
 
+# ---- the shared-memory tree (src/coll/node/tree.c) ----
+# Small calls (to 4 KiB) on p >= 16 ranks (MPIOPT_SHM_TREE=1 here: at every p > 2) go up a tree
+# of the node's groups: on HWLOC_SYNTHETIC's 2-socket, 4-NUMA, 64-core node (ranks on cores
+# 0..p-1: topology.c's rule where the binding is not the described node's) its levels follow the
+# L3s (8 cores), NUMA nodes (16) and sockets (32). The checker's exact cases (sums of small
+# integers and dyadic doubles, the non-commutative matrix product, signed zeros' bits alike on
+# every rank) at odd p (folded pairs) and powers of two to 64, in place and not, at roots 0 and
+# p - 1 (the top hands the result over); every predefined type and op at odd, misaligned
+# counts; and recursive doubling's bits. Oversubscribed 64 ranks on 2 cores: few cases, small
+# counts (Open MPI's 64-rank run about 35 s, MPICH's 20 s; the others 1-15 s).
+
+SYNTHETIC_NODE = "package:2 numa:2 l3:2 core:8 pu:1"
+TREE_LINE = re.compile(r"^mpiopt: shared_memory tree on (\d+) ranks: node groups (\S+), radix (\S+)$",
+                       re.M)
+
+
+def tree_env(**extra):
+    return dict(os.environ, MPIOPT_SHM_TREE="1", HWLOC_SYNTHETIC=SYNTHETIC_NODE, **extra)
+
+
+@pytest.mark.parametrize("flavour,p", [pytest.param(f, p, id=f"{f}-p{p}")
+                                       for f in mpi.FLAVOURS for p in (3, 6, 16, 33, 64)])
+def test_shared_memory_tree_matches_the_reference(flavour, p):
+    require_build(flavour)
+    options = ["--algorithms", "shared_memory", "--cases", "minimal", "--comms", "world"]
+    options += ["--counts", "1,255" if p == 64 else "1,p+1,255" if p >= 16 else "1,7,p+1,255,511"]
+    if p < 16:
+        options += ["--cases", "quick", "--comms", "world,split"]
+    r = run_checker(flavour, p, options, env=tree_env(MPIOPT_VERBOSE="1"), timeout=300)
+    assert_all_checks_passed(r, p)
+    shape = TREE_LINE.findall(r.stderr)
+    assert shape and shape[0][0] == str(p), r.stderr[-2000:]
+    if p == 64:     # L3 (8 ranks), NUMA (16), socket (32): 4 and 2 within an L3, then 2 a level
+        assert shape[0][1:] == ("8,16,32", "4,2,2,2,2"), shape
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_shared_memory_tree_takes_every_type_and_op(flavour):
+    """tests/c/type_check.c through the tree at p = 16: every predefined type with every op it
+    allows, counts 1, 3 and 67 (odd counts one byte off alignment), allreduce and reduce to root
+    p - 1 (not the tree's top)."""
+    require_build(flavour)
+    exe = mpi.binary(flavour, "test-type_check")
+    r = mpi.run(flavour, 16, [exe, "--algorithms", "shared_memory", "--counts", "1,3,67"],
+                timeout=300, env=tree_env())
+    m = re.search(r"^type_check: (\d+) checks, (\d+) failed$", r.stdout, re.M)
+    assert m and r.returncode == 0 and m.group(2) == "0", r.stdout[-2000:] + r.stderr[-3000:]
+    assert int(m.group(1)) > 16 * 1000
+
+
+@pytest.mark.parametrize("flavour,p", [pytest.param(f, p, id=f"{f}-p{p}")
+                                       for f, ps in (("openmpi", (5, 12)), ("mpich", (5, 12, 24)))
+                                       for p in ps])
+def test_shared_memory_tree_has_the_bits_of_recursive_doubling(flavour, p):
+    """Float sums of many magnitudes (each order of the terms rounds differently) and double sums
+    and products, to 4 KiB: the tree's brackets are recursive doubling's (p = 24: 8 pairs fold,
+    then levels 4, 2, 2 in the described node's L3s); ring's are not."""
+    require_build(flavour)
+    exe = mpi.binary(flavour, "test-same_bits")
+    r = mpi.run(flavour, p, [exe, "shared_memory", "recursive_doubling", "small"], timeout=300,
+                env=tree_env())
+    assert re.search(r"^same_bits: 10 checks, 0 differ$", r.stdout, re.M), \
+        r.stdout[-2000:] + r.stderr[-2000:]
+    if p == 5:
+        r = mpi.run(flavour, p, [exe, "shared_memory", "ring", "small"], timeout=300,
+                    env=tree_env())
+        m = re.search(r"^same_bits: 10 checks, (\d+) differ$", r.stdout, re.M)
+        assert m and int(m.group(1)) > 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_shared_memory_tree_knobs():
+    """MPIOPT_SHM_TREE: by default from 16 ranks (not at 8), 0 never, 1 at any p > 2;
+    MPIOPT_SHM_TREE_RADIX=8 makes the levels of an L3's 8 ranks one; without a described node
+    (this machine: one socket, one L3, two cores) levels of the default radix 4. MPICH: its
+    16-rank runs here take a third of Open MPI's."""
+    flavour = "mpich"
+    require_build(flavour)
+    exe = mpi.binary(flavour, "test-same_bits")
+
+    def shape(p, **env):
+        e = dict(os.environ, MPIOPT_VERBOSE="1", **env)
+        r = mpi.run(flavour, p, [exe, "shared_memory", "recursive_doubling", "small"],
+                    timeout=300, env=e)
+        assert re.search(r"^same_bits: 10 checks, 0 differ$", r.stdout, re.M), \
+            r.stdout[-2000:] + r.stderr[-2000:]
+        return TREE_LINE.findall(r.stderr)
+
+    assert shape(8) == []
+    assert shape(16) == [("16", "none", "4,4")]
+    assert shape(16, MPIOPT_SHM_TREE="0") == []
+    assert shape(8, MPIOPT_SHM_TREE="1", HWLOC_SYNTHETIC=SYNTHETIC_NODE) == [("8", "none", "4,2")]
+    assert shape(16, MPIOPT_SHM_TREE_RADIX="8", HWLOC_SYNTHETIC=SYNTHETIC_NODE) == \
+        [("16", "8", "8,2")]
+
+
 # ---- auto's measured choice (src/coll/select/measured.c) ----
 
 MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), chose (\w+)$", re.M)

@@ -36,10 +36,7 @@
  * p = 2 of 16-362 KiB read the other ranks' buffers where they are instead, where the ranks may
  * (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger
  * message goes in pieces of a buffer each, every piece a call of its own (exchange).
- *
- * From MPIOPT_SHM_TREE's rank count (default 16) allreduces and reduces of up to TREE_MAX_BYTES
- * (4 KiB) go up a tree shaped by the node instead (tree.c): a rank reads its children's partials
- * and its parent's result, not all p inputs, with the same bits.
+ * From 16 ranks (MPIOPT_SHM_TREE) calls of up to 4 KiB go up a tree of the node (tree.c).
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank; the
  * same bits, see mpiopt_shm_reduce_inputs) when the ranks do not share one node, when a
@@ -50,7 +47,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/algorithms/algorithms.h"
-#include "coll/node/node_window.h"
 #include "coll/node/tree.h"
 #include "coll/engine/report.h"
 
@@ -206,9 +202,7 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_
     g->writable_until = call + SMALL_BUFFERS - 1;
     return rc;
 }
-#endif
 
-#ifndef SMPI_SAMPLE_FLOPS
 /* c's window in *w, or NULL where it has none (the reason counted for MPIOPT_REPORT): the call
  * then takes another algorithm. */
 static int usable_window(const mpiopt_coll *c, node_window **w)
@@ -221,9 +215,7 @@ static int usable_window(const mpiopt_coll *c, node_window **w)
     }
     return rc;
 }
-#endif
 
-#ifndef SMPI_SAMPLE_FLOPS
 /* An allreduce at p = 2 of up to LINES_MAX_BYTES. Each rank writes its input into its buffer as
  * lines of LINE_PAYLOAD bytes, each ending with the call's number, stored after the line's data
  * (release); the other rank copies each line once its number is there (acquire), not after one
@@ -308,7 +300,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
-    if (mpiopt_shm_tree_takes(c, bytes))    /* p > 2, small: up a tree of the node (tree.c) */
+    if (mpiopt_shm_tree_takes(c, bytes))    /* p > 2, small: a tree of the node (tree.c) */
         return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
     if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
         c->extent <= STAGE_BYTES) {
