@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "coll/algorithms/algorithms.h"
+#include "coll/node/line_count.h"
 #include "coll/node/tree.h"
 #include "coll/engine/report.h"
 
@@ -92,6 +93,7 @@ _Static_assert((LINES_MAX_BYTES + LINE_PAYLOAD - 1) / LINE_PAYLOAD * 64 + 64 <= 
 static void publish(node_window *w, uint64_t call)
 {
     __atomic_store_n(&ring_buffer(w->mine, call)->call, call, __ATOMIC_RELEASE);
+    MPIOPT_COUNT_FLAG_WRITE();
 }
 
 /* Waits until this rank may write call's buffer: every rank has published call - buffers + 1 and
@@ -108,6 +110,7 @@ static void wait_writable(const mpiopt_coll *c, node_window *w, ring *g, uint64_
     for (int r = 0; r < c->size; r++) {
         uint64_t seen = __atomic_load_n(&ring_buffer(w->all[r], call - 1)->call,
                                         __ATOMIC_ACQUIRE);
+        MPIOPT_COUNT_READ(&ring_buffer(w->all[r], call - 1)->call, sizeof seen);
         if (seen < needed)
             seen = mpiopt_shm_wait(&ring_buffer(w->all[r], needed)->call, needed);
         least = seen < least ? seen : least;
@@ -133,8 +136,10 @@ static int reduce_window_inputs(const mpiopt_coll *c, const node_window *w,
     const char *pair[2], **in = c->size == 2 ? pair : f->inputs;
     if (!in)
         return MPI_ERR_NO_MEM;
-    for (int r = 0; r < c->size; r++)
+    for (int r = 0; r < c->size; r++) {
         in[r] = input_of(c, w, call, mine, r, first);
+        MPIOPT_COUNT_READ(in[r], count * c->extent);
+    }
     return mpiopt_shm_reduce_inputs(c, in, buf, count, f);
 }
 
@@ -158,6 +163,7 @@ static int scatter_gather_piece(const mpiopt_coll *c, node_window *w,
     int rc = n ? reduce_window_inputs(c, w, call, NULL, first, mine->data, n, f)
                : MPI_SUCCESS;
     __atomic_store_n(&mine->call, call, __ATOMIC_RELEASE);
+    MPIOPT_COUNT_FLAG_WRITE();
     /* this rank's own share first (in cache), then the others' as they come */
     for (int k = 0; k < c->size; k++) {
         int r = (c->rank + k) % c->size;
@@ -166,6 +172,7 @@ static int scatter_gather_piece(const mpiopt_coll *c, node_window *w,
         if (k > 0)
             mpiopt_shm_wait(&theirs->call, call);
         memcpy((char *)out + first * c->extent, theirs->data, n * c->extent);
+        MPIOPT_COUNT_READ(theirs->data, n * c->extent);
     }
     return rc;
 }
@@ -250,10 +257,12 @@ static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const v
     for (; at + LINE_PAYLOAD <= bytes; at += LINE_PAYLOAD, mine += 64) {
         memcpy(mine, (const char *)in + at, LINE_PAYLOAD);
         __atomic_store_n((uint64_t *)(mine + LINE_PAYLOAD), call, __ATOMIC_RELEASE);
+        MPIOPT_COUNT_FLAG_WRITE();
     }
     if (at < bytes) {
         memcpy(mine, (const char *)in + at, bytes - at);
         __atomic_store_n((uint64_t *)(mine + LINE_PAYLOAD), call, __ATOMIC_RELEASE);
+        MPIOPT_COUNT_FLAG_WRITE();
     }
     publish(w, call);
     if (!numbered)
@@ -299,6 +308,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
         return rc;
     *done = 1;
+    MPIOPT_COUNT_WINDOW(w->all, sizeof(slot), c->size, c->rank);
     const char *in = c->src ? c->src : buf;
     if (mpiopt_shm_tree_takes(c, bytes))    /* p > 2, small: a tree of the node (tree.c) */
         return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
@@ -550,7 +560,9 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
 
 int mpiopt_allreduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count)
 {
+    MPIOPT_COUNT_BEGIN(ALLREDUCE);
     int done, rc = exchange(c, buf, count, -1, &done);
+    MPIOPT_COUNT_END();
     if (rc != MPI_SUCCESS || done)
         return rc;
     if (count * c->extent >= RABENSEIFNER_FROM_BYTES)
@@ -560,7 +572,9 @@ int mpiopt_allreduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count
 
 int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int root)
 {
+    MPIOPT_COUNT_BEGIN(REDUCE);
     int done, rc = exchange(c, buf, count, root, &done);
+    MPIOPT_COUNT_END();
     if (rc != MPI_SUCCESS || done)
         return rc;
     /* two ranks: one message, which the root reduces (the same bits: a predefined op's two

@@ -184,17 +184,32 @@ static void say_fallback(const mpiopt_coll *c, const char *what, const char *why
  * rank r's as mapped here (an array of c->size pointers), every page of *mine touched now by its
  * owner (so it is on the owner's NUMA node, no call pays the first-use page faults, and no page
  * is first touched on a full tmpfs later: SIGBUS). The window keeps what it needs of node. */
+static inline void *first_line(void *p)
+{
+    return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
+}
+
+/* Each rank's part is asked one line larger and starts at its first whole cache line: Open MPI
+ * 4.1.4 places the parts 8 bytes past a line (its disp_unit of 64 notwithstanding), which split
+ * every line of the layout (a flag and the payload on it) over two (the counting build counted
+ * it: src/coll/node/line_count.h). The mappings are page-aligned, so the same line in every
+ * process. */
 static int allocate_shared(const mpiopt_coll *c, MPI_Comm node, size_t bytes, void *mine,
                            void *all, MPI_Win *win)
 {
-    int rc = PMPI_Win_allocate_shared((MPI_Aint)bytes, 64, MPI_INFO_NULL, node, mine, win);
+    int rc = PMPI_Win_allocate_shared((MPI_Aint)(bytes + 64), 64, MPI_INFO_NULL, node, mine,
+                                      win);
+    void **parts = all;
     for (int r = 0; rc == MPI_SUCCESS && r < c->size; r++) {
         MPI_Aint size;
         int disp;
-        rc = PMPI_Win_shared_query(*win, r, &size, &disp, (char *)all + (size_t)r * sizeof(void *));
+        rc = PMPI_Win_shared_query(*win, r, &size, &disp, &parts[r]);
+        parts[r] = first_line(parts[r]);
     }
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        *(void **)mine = first_line(*(void **)mine);
         memset(*(void **)mine, 0, bytes);
+    }
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "coll/node/node_layout.h"
+#include "coll/node/line_count.h"
 #if defined(__x86_64__)
 #include <emmintrin.h>
 #endif
@@ -169,6 +170,7 @@ typedef struct {
 static inline uint64_t mpiopt_shm_wait(const uint64_t *flag, uint64_t call)
 {
     uint64_t seen;
+    MPIOPT_COUNT_READ(flag, sizeof *flag);    /* another rank's flag line (the counting build) */
     for (unsigned looks = 0; (seen = __atomic_load_n(flag, __ATOMIC_ACQUIRE)) < call; looks++) {
         if (looks < 256) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -54,6 +54,7 @@
 #include <string.h>
 #include "coll/node/tree.h"
 #include "coll/node/topology.h"
+#include "coll/node/line_count.h"
 #include "kernels/kernels.h"
 #include "coll/engine/report.h"
 
@@ -92,6 +93,7 @@ typedef struct mpiopt_shm_tree shm_tree;
 static inline void line_publish(tree_line *l, uint64_t call)
 {
     __atomic_store_n(&l->call, call, __ATOMIC_RELEASE);
+    MPIOPT_COUNT_FLAG_WRITE();
 }
 
 /* waits until another rank's line says `call` (or later); what it says */
@@ -103,6 +105,7 @@ static inline uint64_t line_wait(const tree_line *l, uint64_t call)
 /* another rank's line's number as it is now */
 static inline uint64_t line_peek(const tree_line *l)
 {
+    MPIOPT_COUNT_READ(&l->call, sizeof l->call);
     return __atomic_load_n(&l->call, __ATOMIC_ACQUIRE);
 }
 
@@ -122,6 +125,7 @@ static inline void payload_write(tree_line *l, const void *src, size_t bytes)
 static inline void payload_read(void *dst, const tree_line *l, size_t bytes)
 {
     memcpy(dst, payload_of((tree_line *)l, bytes), bytes);
+    MPIOPT_COUNT_READ(payload_of((tree_line *)l, bytes), bytes);
 }
 
 /* ---- the knobs, read once a process ---- */

@@ -1,0 +1,104 @@
+"""The counting build (CMake MPIOPT_COUNT_LINES, src/coll/node/line_count.h): the lines the
+shared-memory small allreduce reads and the flags it writes, counted at the source, equal what
+its design says. bench/line_counts.py builds build/count-lines and runs
+tests/c/plain_line_counts.c through it (Open MPI, oversubscribed) at p = 4 and 8, a few calls.
+
+The flat path (shared_memory.c's exchange_piece), each call: a rank publishes the header line of
+its ring buffer (the input on it and the lines after, from byte 16) and reads every other
+rank's; below SCATTER_FROM_BYTES it reduces all p inputs (their data lines), from it (4 KiB at
+p > 2) only its share of them, then publishes its share's result (a second flag) and reads the
+others' shares. The described node (HWLOC_SYNTHETIC, rank r on core r) puts two ranks on a NUMA
+node and four on a package, so each crossing is counted too. The tree (tree.c) reads its
+children's lines and its parent's result: at most (radix - 1) a level and one, each a line (and
+the payload's lines after it above TREE_INLINE_BYTES), and a line crosses the sockets once a
+socket up and once down."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import pytest
+
+from mpiopt import mpi
+
+spec = importlib.util.spec_from_file_location("line_counts", mpi.repo_root() / "bench" / "line_counts.py")
+line_counts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(line_counts)
+
+CALLS = 5           # under the ring's 16 buffers: no call looks at the ring's reuse
+NODE = "package:2 numa:2 core:2 pu:1"   # 8 cores: NUMA node = r // 2, package = r // 4
+HEADER = 16         # a ring buffer's data starts 16 bytes into its header line
+TREE_INLINE_BYTES = 56
+
+
+def lines(start: int, end: int) -> int:
+    """The 64-byte lines that bytes [start, end) of a line-aligned buffer touch."""
+    return 0 if end <= start else (end - 1) // 64 - start // 64 + 1
+
+
+def flat_expected(p: int, me: int, nbytes: int) -> tuple[int, int]:
+    """(lines read, flag lines written) by rank `me` in one flat allreduce call of nbytes."""
+    if nbytes < 4096:    # every input whole: its header line and the data's lines after it
+        return (p - 1) * lines(0, HEADER + nbytes), 1
+    share = nbytes // p  # the reduce-scatter: this rank's share of each input, then the results
+    mine = lines(HEADER + me * share, HEADER + (me + 1) * share)
+    header_apart = 0 if HEADER + me * share < 64 else 1   # the flag's line, unless in the share
+    return (p - 1) * (mine + header_apart + lines(HEADER, HEADER + share)), 2
+
+
+@pytest.fixture(scope="module")
+def counting_build():
+    if not shutil.which("mpicc.openmpi") or not shutil.which("mpirun.openmpi"):
+        pytest.skip("no Open MPI (mpicc.openmpi)")
+    return line_counts.build("openmpi", log=None)
+
+
+def counts(build, p, nbytes, path):
+    return line_counts.run(p, nbytes, path, CALLS, out=build, env={"HWLOC_SYNTHETIC": NODE})
+
+
+@pytest.mark.parametrize("p", [4, 8])
+@pytest.mark.parametrize("nbytes", [8, 512, 4096])
+def test_flat_path_reads_every_other_ranks_lines(counting_build, p, nbytes):
+    ranks = counts(counting_build, p, nbytes, "flat")
+    for r in ranks:
+        me, k = r["comm_rank"], r["allreduce"]
+        read, flags = flat_expected(p, me, nbytes)
+        assert k["calls"] == CALLS, r
+        assert (k["lines_read"], k["lines_read_max"], k["flag_lines_written"]) == \
+            (CALLS * read, read, CALLS * flags), (me, r)
+        if nbytes < 4096:   # every other rank's lines, the same number from each
+            numa = sum(1 for o in range(p) if o != me and o // 2 != me // 2)
+            socket = sum(1 for o in range(p) if o // 4 != me // 4)
+            each = read // (p - 1)
+            assert (k["numa_lines"], k["socket_lines"]) == (CALLS * numa * each,
+                                                           CALLS * socket * each), (me, r)
+        assert (r["cores"], r["cores_per_numa"], r["cores_per_package"]) == (8, 2, 4), r
+
+
+def tree_bound(p: int, nbytes: int) -> tuple[int, int]:
+    """(most lines a rank reads a call, most socket-crossing lines a call over all ranks) by the
+    tree's design: radix 2 at every level of this node (NUMA nodes of 2, packages of 4), so
+    log2 p levels, one child a level and the parent's result; an edge is the flag line and, above
+    TREE_INLINE_BYTES, the payload's lines after it; one edge up and one down crosses sockets."""
+    levels, edge = p.bit_length() - 1, 1 + (0 if nbytes <= TREE_INLINE_BYTES else lines(0, nbytes))
+    return (levels + 1) * edge, 2 * edge
+
+
+@pytest.mark.parametrize("p", [4, 8])
+@pytest.mark.parametrize("nbytes", [8, 512, 4096])
+def test_tree_reads_grow_with_its_levels_and_cross_sockets_once(counting_build, p, nbytes):
+    ranks = counts(counting_build, p, nbytes, "tree")
+    most, socket = tree_bound(p, nbytes)
+    sockets = 2
+    per_call = [line_counts.steady(r["allreduce"], "lines_read") for r in ranks]
+    assert max(per_call) <= most, per_call
+    if nbytes < 4096:   # at 4 KiB the flat path reduce-scatters: 1/p of each input a rank
+        assert max(per_call) < min(flat_expected(p, r, nbytes)[0] for r in range(p)), per_call
+    crossing = sum(line_counts.steady(r["allreduce"], "socket_lines") for r in ranks)
+    assert crossing <= sockets * socket, crossing
+    assert 0 < crossing or p == 4, crossing     # p = 4: one package
+    # every rank publishes its up line, and a rank with children (rank 0 among them) its
+    # result for them: one or two flag lines a call
+    flags = [line_counts.steady(r["allreduce"], "flag_lines_written") for r in ranks]
+    assert all(f in (1, 2) for f in flags) and flags[0] == 2, flags
