@@ -68,21 +68,26 @@ def topology(p: int) -> str:
 
 def run(p: int, nbytes: int, path: str, calls: int = 20, flavour: str = "openmpi",
         reduce: bool = False, out: Path | None = None, timeout: float = 1200,
-        env: dict | None = None) -> list[dict]:
-    """One run of the program at p ranks: every rank's counts (line_count.c's JSON lines),
-    sorted by rank. Raises where the run or a result failed."""
+        env: dict | None = None, stderr: list | None = None) -> list[dict]:
+    """One run of the program at p ranks (path "flat", "tree", or "default": MPIOPT_SHM_TREE
+    unset, the library's own choice): every rank's counts (line_count.c's JSON lines),
+    sorted by rank. Raises where the run or a result failed. `stderr`, a list, gets the run's
+    standard error (MPIOPT_VERBOSE's lines, in env)."""
     out = out or build_dir(flavour)
     with tempfile.TemporaryDirectory(prefix="mpiopt-lines-") as tmp:
         counts = Path(tmp) / "counts.jsonl"
         extra = {"MPIOPT_ALLREDUCE": "shared_memory", "MPIOPT_REDUCE": "shared_memory",
-                 "MPIOPT_SHM_TREE": PATHS[path], "MPIOPT_COUNT_LINES_FILE": str(counts),
-                 "HWLOC_SYNTHETIC": topology(p), **(env or {})}
+                 "MPIOPT_COUNT_LINES_FILE": str(counts), "HWLOC_SYNTHETIC": topology(p),
+                 **({"MPIOPT_SHM_TREE": PATHS[path]} if path in PATHS else {}), **(env or {})}
+        base = {k: v for k, v in os.environ.items() if k != "MPIOPT_SHM_TREE"}
         launch_env = mpi.launch_env(flavour, preload=True, lib=out / "lib" / "libmpiopt.so",
-                                    env={**os.environ, **extra})
+                                    env={**base, **extra})
         argv = mpi.launcher(flavour, p) + [str(out / "bin" / PROGRAM), str(nbytes), str(calls)]
         if reduce:
             argv.append("reduce")
         r = jobs.run(argv, capture_output=True, text=True, timeout=timeout, env=launch_env)
+        if stderr is not None:
+            stderr.append(r.stderr)
         if r.returncode != 0 or "plain_line_counts: ok" not in r.stdout:
             raise RuntimeError(f"p={p} {nbytes} B {path}: exit {r.returncode}\n"
                                f"{r.stdout[-2000:]}{r.stderr[-3000:]}")

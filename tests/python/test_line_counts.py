@@ -102,3 +102,22 @@ def test_tree_reads_grow_with_its_levels_and_cross_sockets_once(counting_build, 
     # result for them: one or two flag lines a call
     flags = [line_counts.steady(r["allreduce"], "flag_lines_written") for r in ranks]
     assert all(f in (1, 2) for f in flags) and flags[0] == 2, flags
+
+
+@pytest.mark.parametrize("nbytes", [8, 512, 4096])
+def test_default_takes_the_tree_where_its_model_prices_it_lower(counting_build, nbytes):
+    """MPIOPT_SHM_TREE unset (tree.c's default, from bench/line_model.py's model) at 16 ranks: a
+    payload on the flag's line (8 B) stays flat (the tree only from 64 ranks), one past it
+    (512 B) goes up the tree, and an allreduce of 4 KiB stays with the flat path's
+    reduce-scatter: the flat path's counts exactly, or the tree's bound."""
+    p = 16
+    node = "package:2 numa:2 core:4 pu:1"
+    ranks = line_counts.run(p, nbytes, "default", CALLS, out=counting_build,
+                            env={"HWLOC_SYNTHETIC": node})
+    read = [line_counts.steady(r["allreduce"], "lines_read") for r in ranks]
+    if nbytes == 512:
+        edge = 1 + nbytes // 64
+        assert max(read) <= (3 + 1 + 1) * edge, read  # radix 4,2,2: the top reads 3 + 1 + 1 edges
+        assert max(read) < flat_expected(p, 0, nbytes)[0]
+    else:
+        assert read == [flat_expected(p, me, nbytes)[0] for me in range(p)], read

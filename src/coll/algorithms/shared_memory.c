@@ -36,7 +36,7 @@
  * p = 2 of 16-362 KiB read the other ranks' buffers where they are instead, where the ranks may
  * (single_copy.c; MPIOPT_SHM_SINGLE_COPY=0: never). Without stages (the budget spent) a larger
  * message goes in pieces of a buffer each, every piece a call of its own (exchange).
- * From 16 ranks (MPIOPT_SHM_TREE) calls of up to 4 KiB go up a tree of the node (tree.c).
+ * Small calls on many ranks go up a tree of the node instead (tree.c, MPIOPT_SHM_TREE).
  *
  * Recursive doubling or Rabenseifner takes the call instead (the same decision on every rank; the
  * same bits, see mpiopt_shm_reduce_inputs) when the ranks do not share one node, when a
@@ -51,12 +51,6 @@
 #include "coll/node/tree.h"
 #include "coll/engine/report.h"
 
-/* allreduce pieces of this size and up are reduce-scattered where p > 2: below, the second round
- * of cache-line handovers costs more than the reduction it shares out. At p = 2 it costs more at
- * every piece size (a piece is at most 8 KiB): OSU, both ranks reducing the whole piece against
- * each its half, 4 KiB 1.19-1.24 us against 1.54-1.66 and 8 KiB 1.86-2.08 against 2.08-2.35 under
- * Open MPI 4.1.4, MPICH 4.0.2 and Intel MPI 2021.15 alike. */
-#define SCATTER_FROM_BYTES 4096
 /* A reduce's other ranks hand over this much through the ring without waiting for the root (fewer
  * buffers than the ring has: the root may still read the call before); larger: the stages */
 #define SMALL_RING_BYTES (3 * BUFFER_BYTES)
@@ -310,7 +304,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     *done = 1;
     MPIOPT_COUNT_WINDOW(w->all, sizeof(slot), c->size, c->rank);
     const char *in = c->src ? c->src : buf;
-    if (mpiopt_shm_tree_takes(c, bytes))    /* p > 2, small: a tree of the node (tree.c) */
+    if (mpiopt_shm_tree_takes(c, bytes, root))  /* p > 2, small: a tree of the node (tree.c) */
         return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
     if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
         c->extent <= STAGE_BYTES) {
@@ -589,24 +583,4 @@ int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, i
         return mpiopt_reduce_rabenseifner(&in_buf, buf, count, root);
     }
     return mpiopt_reduce_recursive_doubling(c, buf, count, root);   /* reads c->src too */
-}
-
-/* The reduce-scatter and the scan on the window: not modelled either, for the same reasons. */
-double mpiopt_cost_reduce_scatter_shared_memory(const mpiopt_cost_call *x)
-{
-    return mpiopt_cost_shared_memory(x, 0);
-}
-
-double mpiopt_cost_scan_shared_memory(const mpiopt_cost_call *x)
-{
-    return mpiopt_cost_shared_memory(x, 0);
-}
-
-double mpiopt_cost_shared_memory(const mpiopt_cost_call *x, int is_reduce)
-{
-    /* Not modelled: it runs only where the ranks share a node, which the model does not know, and
-     * a cache line is not a message. `auto` takes it from the measured rows (select.c's defaults
-     * for p = 2 and 4, or a tuning file from `mpiopt tune`), never from the formulas. */
-    (void)x, (void)is_reduce;
-    return -1;
 }

@@ -63,6 +63,13 @@ typedef struct {
     _Alignas(64) char out[STAGE_BYTES];
 } stage;
 
+/* shared_memory.c's allreduce pieces of this size and up are reduce-scattered where p > 2 (and
+ * tree.c leaves them to it by default): below, the second round of cache-line handovers costs
+ * more than the reduction it shares out. At p = 2 it costs more at every piece size (a piece is
+ * at most 8 KiB): OSU, both ranks reducing the whole piece against each its half, 4 KiB
+ * 1.19-1.24 us against 1.54-1.66 and 8 KiB 1.86-2.08 against 2.08-2.35 under Open MPI 4.1.4,
+ * MPICH 4.0.2 and Intel MPI 2021.15 alike. */
+#define SCATTER_FROM_BYTES 4096
 /* The tree's lines (tree.c): a small call's partial result going up the tree, its result coming
  * down. Each its writer's only (single-writer), numbered with the tree's call (never reset), the
  * number on the line's first word; a payload of up to TREE_INLINE_BYTES on that same line, a

@@ -61,14 +61,23 @@
 #define TREE_MAX_LEVELS 32
 #define TREE_MAX_RADIX 64
 #define DEFAULT_RADIX 4
-/* MPIOPT_SHM_TREE's default: the tree from this many ranks. The flat path's p - 1 lines a rank
- * are read at once (overlapped, about L + (p - 2) s with the model above), the tree's levels one
- * after the other, 2 log_4 p of them: at p = 8 three handovers (2 levels of 4 and 2, up and
- * down: 4 L + 8 s) against L + 6 s, at p = 16 four (4 L + 12 s) against L + 14 s, so the flat
- * path keeps p < 16 by the model (with L/s about 5: even at 16, closer at 32), where every line
- * it reads is also read by p - 2 other cores, each read of a line shared that way dearer than
- * the model's s. Not measured on a node of 16 cores or more (this machine has 2). */
+/* MPIOPT_SHM_TREE's default, from bench/line_model.py: its model (a handover L = 160 ns, measured
+ * here by bench/line_pingpong.c; each further line of a wait s = 16 ns and a call's own work
+ * C = 130 ns, fitted at p = 2; a line from the other socket counts twice) priced with the counted
+ * lines of both paths (docs/shared_memory_lines.md), allreduce, µs flat / tree:
+ *     p = 16:  8 B 0.49 / 0.77   512 B 2.17 / 1.67   2 KiB 7.2 / 4.4    4 KiB 2.7 / 8.0
+ *     p = 32:  8 B 0.71 / 1.06   512 B 4.19 / 2.18   2 KiB 14.6 / 5.6   4 KiB 3.5 / 10.0
+ *     p = 64:  8 B 1.74 / 1.63   512 B 12.4 / 3.20   2 KiB 44.4 / 7.9   4 KiB 7.2 / 14.2
+ * So by default: a payload past the flag's line (the flat path then reads 1 + bytes/64 lines of
+ * every rank) from 16 ranks; a payload on the line from 64, where the flat path's p - 1 lines,
+ * half of them from the other socket, cost as much as the tree's 2 log levels of handovers (the
+ * model has no term for p - 1 cores reading one line at once, which only makes the flat path
+ * dearer); an allreduce of SCATTER_FROM_BYTES and more never (the flat path's reduce-scatter
+ * reads 1/p of each input where a tree's leaders read every child's whole payload). Not
+ * measured on a node of 16 cores or more (this machine has 2). MPIOPT_SHM_TREE=N takes the tree
+ * from N ranks at every size to TREE_MAX_BYTES. */
 #define DEFAULT_FROM_RANKS 16
+#define DEFAULT_INLINE_FROM_RANKS 64
 
 struct mpiopt_shm_tree {
     int levels;
@@ -130,12 +139,14 @@ static inline void payload_read(void *dst, const tree_line *l, size_t bytes)
 
 /* ---- the knobs, read once a process ---- */
 static int tree_from, tree_radix;
+static int tree_default;     /* MPIOPT_SHM_TREE unset: the model's sizes (above) */
 static pthread_once_t knobs_once = PTHREAD_ONCE_INIT;
 
 static void read_knobs(void)
 {
     /* MPIOPT_SHM_TREE: 0 never, 1 wherever it can (p > 2), N > 1 from N ranks */
     long from = mpiopt_env_long("MPIOPT_SHM_TREE", -1);
+    tree_default = !(from == 0 || (from >= 1 && from < (1L << 30)));
     tree_from = from == 0 ? 0 : from == 1 ? 3 : from > 1 && from < (1L << 30) ? (int)from
                                                                            : DEFAULT_FROM_RANKS;
     long radix = mpiopt_env_long("MPIOPT_SHM_TREE_RADIX", DEFAULT_RADIX);
@@ -143,10 +154,16 @@ static void read_knobs(void)
     tree_radix = mpiopt_pow2_floor((int)radix, NULL);
 }
 
-int mpiopt_shm_tree_takes(const mpiopt_coll *c, size_t bytes)
+int mpiopt_shm_tree_takes(const mpiopt_coll *c, size_t bytes, int root)
 {
     pthread_once(&knobs_once, read_knobs);
-    return c->size > 2 && bytes <= TREE_MAX_BYTES && tree_from > 0 && c->size >= tree_from;
+    if (c->size <= 2 || bytes > TREE_MAX_BYTES || tree_from == 0 || c->size < tree_from)
+        return 0;
+    if (!tree_default)
+        return 1;
+    if (root < 0 && bytes >= SCATTER_FROM_BYTES)
+        return 0;
+    return bytes > TREE_INLINE_BYTES || c->size >= DEFAULT_INLINE_FROM_RANKS;
 }
 
 /* the rank that holds virtual rank v */
