@@ -121,3 +121,25 @@ def test_default_takes_the_tree_where_its_model_prices_it_lower(counting_build, 
         assert max(read) < flat_expected(p, 0, nbytes)[0]
     else:
         assert read == [flat_expected(p, me, nbytes)[0] for me in range(p)], read
+
+
+def test_line_model_fits_p2_and_prices_the_paths():
+    """bench/line_model.py: the fit reproduces the two p = 2 timings it was given, and the
+    tree's price counts two handovers a level, the flat path's one (two from 4 KiB at p > 2)."""
+    spec = importlib.util.spec_from_file_location("line_model",
+                                                  mpi.repo_root() / "bench" / "line_model.py")
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    counts = {8: {"read_max": 2.0}, 4096: {"read_max": 75.0}}
+    times = {8: 0.30e-6, 4096: 1.33e-6}
+    L = 0.16e-6
+    C, s = model.fit(counts, times, L)
+    for n in counts:
+        h, r, x, hx = model.path_terms(2, n, "flat", {"read_max": counts[n]["read_max"],
+                                                      "socket_per_call": 0.0})
+        assert (h, x, hx) == (1, 0.0, 0)
+        assert abs(model.model_seconds(C, L, s, h, r, x, hx) - times[n]) < 1e-12
+    tree = {"read_max": 12.0, "socket_per_call": 2.0, "radix": [4, 4, 2, 2]}
+    assert model.path_terms(64, 8, "tree", tree) == (8, 12.0 + 4, 2.0, 2)
+    flat = {"read_max": 315.0, "socket_per_call": 64 * 159.5}
+    assert model.path_terms(64, 4096, "flat", flat) == (2, 315.0, 159.5, 1)
