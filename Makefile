@@ -86,7 +86,7 @@ test-c: build
 
 # The suite's tiers (pytest markers, tests/python/conftest.py): `make test` (CI's, README's) runs
 # every test but those marked `full` (budget: 25 minutes on 2 cores); `make test-full` adds them (the
-# README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks (conftest.wide) and test_coll's at 6-7 (MPICH_P), MPICH's 4-node cluster run). Each run writes its durations
+# README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks (conftest.wide) and test_coll's at 6-8 (MPICH_P), the tree at 33, MPICH's 4-node cluster run). Each run writes its durations
 # (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
 # `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
 PYTEST_RUN = rm -f build/pytest-checks.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \

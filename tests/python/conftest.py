@@ -23,7 +23,7 @@ BUILT_FLAVOURS = mpi.built_flavours()
 def pytest_configure(config):
     # the tiers (Makefile): `make test` runs -m "not full"; `make test-full` runs everything
     config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the README's "
-                            "simulations of 1000 ranks or more, MPICH above 8 ranks and its test_coll matrix at 6-7, MPICH on 4 namespace nodes)")
+                            "simulations of 1000 ranks or more, MPICH above 8 ranks and its test_coll matrix at 6-8, the tree at 33, MPICH on 4 namespace nodes)")
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
 
 

@@ -278,11 +278,11 @@ def test_step_tiers_follow_the_machine():
 def test_exchange_measured_at_the_tiers_ends_equals_every_step_measured(tmp_path, monkeypatch):
     """mpiopt-exchange under SMPI measures each tier's first and last step and gives the steps
     between their figures where the two agree: the result must be what measuring every step
-    gives, figure for figure (512 ranks, 4 a node: 128 nodes in leaves of 16, tiers 1-2, 4-32,
-    64-256)."""
+    gives, figure for figure (256 ranks, 4 a node: 64 nodes in leaves of 8, tiers 1-2, 4-16,
+    32-128)."""
     program = smpi.build([smpi.EXCHANGE_BENCH]) / smpi.EXCHANGE_BENCH
-    platform, hosts = smpi.write_machine(tmp_path / "machine", "fattree", 512, 4)
-    every = smpi.smpirun_json(program, ["-i", "1", "--warmup", "0", "--json"], 512, platform, hosts)
+    platform, hosts = smpi.write_machine(tmp_path / "machine", "fattree", 256, 4)
+    every = smpi.smpirun_json(program, ["-i", "1", "--warmup", "0", "--json"], 256, platform, hosts)
     # the same build (and library), another cache directory: no result of an earlier run
     lib = smpi.build_dir() / "lib"
     cache = tmp_path / "smpi"
@@ -290,16 +290,16 @@ def test_exchange_measured_at_the_tiers_ends_equals_every_step_measured(tmp_path
     (cache / "lib").symlink_to(lib)
     monkeypatch.setattr(smpi, "build_dir", lambda: cache)
     monkeypatch.setattr(smpi, "build", lambda targets: program.parent)
-    tiered = smpi.measure_exchange("fattree", 512, 4)
+    tiered = smpi.measure_exchange("fattree", 256, 4)
     figures = ("alpha", "beta", "small_seconds", "large_seconds")
     key = lambda p: (p["pattern"], p["distance"])
     want = {key(p): [p[f] for f in figures] for p in every["patterns"]}
     got = {key(p): [p[f] for f in figures] for p in tiered["patterns"]}
     assert got == want
     borrowed = sorted(p["distance"] for p in tiered["patterns"] if "from_distance" in p)
-    assert borrowed == [8, 16, 128], borrowed     # the steps between each tier's ends
+    assert borrowed == [8, 64], borrowed          # the steps between each tier's ends
     # and a warm-up changes nothing in a deterministic simulation
-    warmed = smpi.smpirun_json(program, ["-i", "1", "--json", "--distances", "1,64"], 512,
+    warmed = smpi.smpirun_json(program, ["-i", "1", "--json", "--distances", "1,32"], 256,
                                platform, hosts)
     assert [[p[f] for f in figures] for p in warmed["patterns"] if p["pattern"] == "step"] == \
-        [want[("step", 1)], want[("step", 64)]]
+        [want[("step", 1)], want[("step", 32)]]
