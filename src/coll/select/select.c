@@ -246,19 +246,26 @@ static uint64_t cache_key(int is_reduce, int p, size_t bytes, int commutative, i
            ((uint64_t)is_reduce << ALG_BITS);
 }
 
+/* Whether `key` was asked before, of a set of at most `cap` keys (the verbose lines below print
+ * once per key; past `cap` keys a line may repeat, nothing is lost). */
+static int seen_before(uint64_t *keys, int *n, int cap, uint64_t key)
+{
+    for (int i = 0; i < *n; i++)
+        if (keys[i] == key)
+            return 1;
+    if (*n < cap)
+        keys[(*n)++] = key;
+    return 0;
+}
+
 /* Under MPIOPT_VERBOSE with a tuning file, once per (operation, p) before its first decision:
  * whose rows `auto` takes for p, or that no row's class holds p. */
 static void report_class(int is_reduce, int p, int rank)
 {
     static uint64_t printed[1024];
     static int nprinted;
-    uint64_t key = ((uint64_t)p << 1) | (uint64_t)is_reduce;
-    for (int i = 0; i < nprinted; i++)
-        if (printed[i] == key)
-            return;
-    if (nprinted < 1024)
-        printed[nprinted++] = key;
-    if (rank != 0)
+    if (seen_before(printed, &nprinted, 1024, ((uint64_t)p << 1) | (uint64_t)is_reduce) ||
+        rank != 0)
         return;
     int lo = 0, hi = 0;
     int ranks = mpiopt_tuning_class(tuning.rows[is_reduce], tuning.nrows[is_reduce], p, &lo, &hi);
@@ -279,12 +286,7 @@ static void report(int is_reduce, int p, size_t bytes, mpiopt_algorithm a, int r
     int size_class = mpiopt_size_class(bytes);
     uint64_t key = ((uint64_t)p << 16) | ((uint64_t)size_class << 8) | ((uint64_t)a << 1) |
                    (uint64_t)is_reduce;
-    for (int i = 0; i < nprinted; i++)
-        if (printed[i] == key)
-            return;
-    if (nprinted < 4096)
-        printed[nprinted++] = key;
-    if (rank == 0)
+    if (!seen_before(printed, &nprinted, 4096, key) && rank == 0)
         fprintf(stderr, "mpiopt: %s p=%d bytes<=%zu: %s\n", is_reduce ? "reduce" : "allreduce", p,
                 (size_t)1 << size_class, mpiopt_algorithm_name(a));
 }
