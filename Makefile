@@ -89,7 +89,8 @@ test-c: build
 # README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks (conftest.wide) and test_coll's at 6-8 (MPICH_P), the tree at 33, MPICH's 4-node cluster run). Each run writes its durations
 # (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
 # `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
-PYTEST_RUN = rm -f build/pytest-checks.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \
+PYTEST_RUN = rm -f build/pytest-checks.tsv build/pytest-launches.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \
+  MPIOPT_TEST_LAUNCHES_LOG=$(CURDIR)/build/pytest-launches.tsv \
   $(PY) -m pytest -q --durations=25 --junitxml=build/pytest-junit.xml
 test-py: build venv
 	$(PYTEST_RUN) -m "not full" tests/python   # the slowest tests listed: the budget is 25 min

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import pkgutil
 import signal
 import sys
 
@@ -12,7 +14,30 @@ from .jobs import Terminated, exit_status, handle_signals
 from .plugins import plugin_modules
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the command line, of its command alone where its
+    first word names one (each command's module imports what it needs, numpy and matplotlib
+    among them: importing them all cost every run of a light command a quarter of a second)."""
+    command = next((a for a in (argv or []) if not a.startswith("-")), None)
+    if command and command.replace("-", "_") in _command_module_names():
+        parser, sub = _empty_parser()
+        module = importlib.import_module(f"{commands.__name__}.{command.replace('-', '_')}")
+        if hasattr(module, "register"):
+            module.register(sub)
+            if command in sub.choices:
+                return parser
+    parser, sub = _empty_parser()
+    for module in plugin_modules(commands, "register"):
+        module.register(sub)
+    return parser
+
+
+def _command_module_names() -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(commands.__path__)}
+
+
+def _empty_parser():
+    """(the top-level parser, its subparsers) with no command registered yet."""
     parser = argparse.ArgumentParser(
         prog="mpiopt",
         description="Fast MPI reductions and collectives: benchmarks, tuning, simulation, "
@@ -23,13 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mpiopt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in plugin_modules(commands, "register"):
-        module.register(sub)
-    return parser
+    return parser, sub
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

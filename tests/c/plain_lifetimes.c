@@ -1,8 +1,9 @@
 /* Conformance of the drop-in with MPI's rules for what a program may do while a collective is
  * pending (issue 21): a plain MPI program (not linked with mpiopt), run with and without
- * LD_PRELOAD by tests/python/test_lifetimes.py, one case a run so that a crash hides nothing.
+ * LD_PRELOAD by tests/python/test_lifetimes.py: one case a run, or a list of them in one run (each
+ * prints its line as it ends).
  *
- *   plain_lifetimes CASE [COUNT]
+ *   plain_lifetimes CASE[,CASE...] [COUNT]
  *
  * Cases:
  *   op         a user op freed between start and wait, while another op (likely the same handle
@@ -26,7 +27,7 @@
  *   order      vendor and mpiopt nonblocking collectives in flight together, completed in
  *              reverse order, with blocking point-to-point in between
  *
- * Prints "lifetimes CASE: N checks, M failures" on rank 0; exits 1 on any failure. */
+ * Prints "lifetimes CASE: N checks, M failures" on rank 0 for each case; exits 1 on any failure. */
 #include <mpi.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -608,16 +609,9 @@ static void case_order(int n)
     free(bc);
 }
 
-int main(int argc, char **argv)
+/* one case by name; 0 where there is no such case */
+static int run_case(const char *which, int n, int provided)
 {
-    const char *which = argc > 1 ? argv[1] : "";
-    int n = argc > 2 ? atoi(argv[2]) : 100, provided = 0;
-    if (!strcmp(which, "threads"))
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    else
-        MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (!strcmp(which, "op"))
         case_op(n);
     else if (!strcmp(which, "type"))
@@ -636,17 +630,51 @@ int main(int argc, char **argv)
         case_idup(n);
     else if (!strcmp(which, "order"))
         case_order(n);
-    else {
+    else
+        return 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    /* CASES: one case, or several joined by commas, run one after another in this one job (a
+     * launch costs more than most cases here); each prints its own line as it ends, so a crash
+     * is in the case after the last line printed */
+    char cases[256];
+    snprintf(cases, sizeof cases, "%s", argc > 1 ? argv[1] : "");
+    int n = argc > 2 ? atoi(argv[2]) : 100, provided = 0;
+    if (strstr(cases, "threads"))
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int all_failures = 0, ran = 0;
+    char *save = NULL;
+    for (char *which = strtok_r(cases, ",", &save); which; which = strtok_r(NULL, ",", &save)) {
+        checks = failures = 0;
+        if (!run_case(which, n, provided)) {
+            if (rank == 0)
+                fprintf(stderr, "plain_lifetimes: no case '%s'\n", which);
+            ran = -1;
+            break;
+        }
+        int mine[2] = {checks, failures}, total[2];
+        MPI_Reduce(mine, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0) {
+            printf("lifetimes %s: %d checks, %d failures\n", which, total[0], total[1]);
+            fflush(stdout);
+        }
+        all_failures += failures;
+        ran++;
+    }
+    if (ran <= 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: plain_lifetimes op|type|comm|fresh|persistent|errors|"
-                            "threads|idup|order [COUNT]\n");
+            fprintf(stderr, "usage: plain_lifetimes CASE[,CASE...] [COUNT]: cases op, type, comm, "
+                            "fresh, persistent, errors, threads, idup, order\n");
         MPI_Finalize();
         return 2;
     }
-    int all[2] = {checks, failures}, total[2];
-    MPI_Reduce(all, total, 2, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("lifetimes %s: %d checks, %d failures\n", which, total[0], total[1]);
     MPI_Finalize();
-    return failures ? 1 : 0;
+    return all_failures ? 1 : 0;
 }

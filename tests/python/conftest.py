@@ -20,6 +20,30 @@ from mpiopt import dropin_report, mpi
 BUILT_FLAVOURS = mpi.built_flavours()
 
 
+def _open_mpi_chooses_ob1_alone() -> bool:
+    """Whether Open MPI, left to choose, takes the ob1 PML here: one launch with the PML
+    framework verbose, of a program of this build (its usage error after MPI_Init is enough)."""
+    exe = mpi.binary("openmpi", "test-plain_lifetimes")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OMPI_MCA_pml")}
+    env["OMPI_MCA_pml_base_verbose"] = "10"
+    try:
+        r = subprocess.run(mpi.launcher("openmpi", 1) + [str(exe), "no-case"], capture_output=True,
+                           text=True, timeout=60, env=mpi.launch_env("openmpi", False, env))
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return bool(re.search(r"selected ob1 best priority", r.stderr))
+
+
+# Every Open MPI launch of the suite (over a thousand) opens each PML component to choose one;
+# opening `cm`, which looks for MTL hardware (PSM2, Portals) this machine lacks, is most of a
+# 2-rank MPI_Init here (0.38 s a launch, 0.15 with the choice made). Where Open MPI's own
+# choice is ob1 (Debian 12's: its openmpi-mca-params.conf excludes ucx, and cm finds no MTL), the
+# suite names ob1 for every job it starts: the same component, without the search. Where the
+# choice differs (another MPI build, a machine with such a network) nothing is set.
+if "openmpi" in BUILT_FLAVOURS and "OMPI_MCA_pml" not in os.environ and _open_mpi_chooses_ob1_alone():
+    os.environ["OMPI_MCA_pml"] = "ob1"
+
+
 def pytest_configure(config):
     # the tiers (Makefile): `make test` runs -m "not full"; `make test-full` runs everything
     config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the README's "
@@ -162,19 +186,49 @@ def mpi4py_flavour(built=None) -> str:
     return flavour
 
 
-# ---- counting the checks the programs report (MPIOPT_TEST_CHECKS_LOG=FILE): every captured
-# output of a subprocess.run in this process, lines with "N checks", appended with the test id
-# (tests/durations.py adds them up: the suite's checked cases, to compare two runs of it) ----
+# ---- what the suite's programs did (tests/durations.py reads both logs):
+# MPIOPT_TEST_CHECKS_LOG=FILE: every captured output of a subprocess.run in this process, lines
+# with "N checks", appended with the test id (added up: the suite's checked cases, to compare two
+# runs of it); MPIOPT_TEST_LAUNCHES_LOG=FILE: every subprocess.run / jobs.run, a line each with the
+# test id, the program (mpirun.openmpi, smpirun, mpicc, python, ...), its ranks and its seconds:
+# where a file's time goes, launch by launch ----
 _CHECKS_LOG = os.environ.get("MPIOPT_TEST_CHECKS_LOG")
-if _CHECKS_LOG:
+_LAUNCHES_LOG = os.environ.get("MPIOPT_TEST_LAUNCHES_LOG")
+if _CHECKS_LOG or _LAUNCHES_LOG:
+    import time as _time
+
     from mpiopt import jobs as _jobs
     _CHECKS_RE = re.compile(r"^(.*?\b(\d+) checks\b.*)$", re.M)
 
+    def _program(cmd) -> tuple[str, str]:
+        """(program, ranks) of a command line: its first word's name (python -m mpiopt X:
+        'mpiopt X'), and the word after -np / -n, or '' without one."""
+        argv = [cmd] if isinstance(cmd, (str, bytes, os.PathLike)) else list(cmd)
+        argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
+        if not argv:
+            return "?", ""
+        name = os.path.basename(argv[0].split()[0]) if argv[0] else "?"
+        if name.startswith("python") and argv[1:3] in (["-m", "mpiopt"], ["-m", "mpiopt.cli"]):
+            name = f"mpiopt {argv[3] if len(argv) > 3 else ''}".strip()
+        ranks = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-np", "-n")), "")
+        return name, ranks
+
     def _counting(real):
         def run(*args, **kwargs):
-            r = real(*args, **kwargs)
+            start = _time.monotonic()
+            ok = False
+            try:
+                r = real(*args, **kwargs)
+                ok = True
+            finally:
+                if _LAUNCHES_LOG:
+                    test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+                    name, ranks = _program(args[0] if args else kwargs.get("args", "?"))
+                    with open(_LAUNCHES_LOG, "a") as f:
+                        f.write(f"{test}\t{name}\t{ranks}\t{_time.monotonic() - start:.3f}"
+                                f"\t{r.returncode if ok else 'raised'}\n")
             out = r.stdout.decode(errors="replace") if isinstance(r.stdout, bytes) else r.stdout
-            found = _CHECKS_RE.findall(out or "") if isinstance(out, str) else []
+            found = _CHECKS_RE.findall(out or "") if _CHECKS_LOG and isinstance(out, str) else []
             if found:
                 test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
                 with open(_CHECKS_LOG, "a") as f:

@@ -250,7 +250,8 @@ def test_rank_order_puts_each_rank_on_its_host(cluster2, flavour, tmp_path):
                                             "rank 3=n1 slot=1".split(), files
     else:
         assert files["machinefile"].split() == ["n1:1", "n2:1", "n2:1", "n1:1"], files
-    r = cluster2.run([*args, "--report", "--", probe], env=_env(), timeout=120, done=PROBE_DONE)
+    r = cluster2.run([*args, "--report", "--", probe], env=_env(), timeout=120, done=PROBE_DONE,
+                     grace=nodes.finalize_grace(flavour))
     out = finished(r, flavour, PROBE_DONE)
     ranks = check_probe(out, {0: "n1", 1: "n2", 2: "n2", 3: "n1"}, 2, split_hosts=flavour == "mpich")
     if flavour == "mpich":

@@ -91,6 +91,11 @@ def marker():
             pass
 
 
+def default_signals():
+    for s in jobs.SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
+
+
 def stop_mpiopt(args, tmp_path, marker, ready_files, signum, flavour_env=None):
     """Starts `mpiopt ARGS…` with the marker in its environment, waits until every file of
     ready_files exists (the job's ranks are up), sends `signum` to mpiopt alone and checks that it
@@ -98,10 +103,13 @@ def stop_mpiopt(args, tmp_path, marker, ready_files, signum, flavour_env=None):
     env = dict(os.environ, **{MARKER: marker}, **(flavour_env or {}))
     out, err = tmp_path / "mpiopt.out", tmp_path / "mpiopt.err"
     with open(out, "w") as o, open(err, "w") as e:
-        # its own session: the signal goes to mpiopt only, as `kill PID` or `timeout` sends it
+        # its own session: the signal goes to mpiopt only, as `kill PID` or `timeout` sends it;
+        # the signals at their defaults, as from a terminal, where the suite itself ignores one
+        # (run under nohup, every process it starts inherits SIGHUP ignored, and mpiopt keeps an
+        # ignored signal ignored)
         proc = subprocess.Popen([sys.executable, "-m", "mpiopt", *map(str, args)], stdout=o,
                                 stderr=e, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=default_signals)
     try:
         def ready():
             if proc.poll() is not None:

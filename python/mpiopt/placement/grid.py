@@ -6,13 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import PlacementError  # noqa: F401 (the tools import it from here too)
+
 # Grids this size are generated and evaluated in a few seconds; far larger ones would need
 # gigabytes of index arrays, so they are refused up front with a clear message.
 MAX_RANKS = 50_000_000
-
-
-class PlacementError(ValueError):
-    """Bad user input to a placement tool (grid, cell, order file, hosts): the message says what."""
 
 
 def parse_int_list(text: str, what: str, minimum: int = 1) -> list[int]:

@@ -10,10 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .grid import PlacementError
-from .launch import convert
-from .orders import read_order
-from .placements import order_placement
+from .errors import PlacementError
 
 _BRACKET = re.compile(r"^([^\[\],]*)\[([^\]]+)\](.*)$")
 
@@ -78,6 +75,10 @@ def srun_launch(np: int, order_file: str | None, hosts: list[str] | None, ppn: i
         return cmd, {}
     if not ppn:
         raise PlacementError("--rank-order under Slurm needs --ppn K")
+    # here, not at the top: a launch without a rank order (every `mpiopt run`) needs no numpy
+    from .launch import convert
+    from .orders import read_order
+    from .placements import order_placement
     placement = order_placement(read_order(order_file), int(ppn))
     if placement.nranks != np:
         raise PlacementError(f"{order_file} lists {placement.nranks} ranks but -np is {np}")
