@@ -87,8 +87,9 @@ test-c: build
 # The suite's tiers (pytest markers, tests/python/conftest.py): `make test` (CI's, README's) runs
 # every test but those marked `full` (budget: 25 minutes on 2 cores); `make test-full` adds them (the
 # README's simulations of 1000 ranks or more, MPICH's runs above 8 ranks (conftest.wide) and test_coll's at 6-8 (MPICH_P), the tree at 33, MPICH's 4-node cluster run). Each run writes its durations
-# (build/pytest-junit.xml) and the checks its programs reported (build/pytest-checks.tsv):
-# `python3 tests/durations.py build/pytest-junit.xml --checks build/pytest-checks.tsv`.
+# (build/pytest-junit.xml), the checks its programs reported (build/pytest-checks.tsv) and every
+# program it started with its seconds (build/pytest-launches.tsv): `python3 tests/durations.py
+# build/pytest-junit.xml --checks build/pytest-checks.tsv --launches build/pytest-launches.tsv`.
 PYTEST_RUN = rm -f build/pytest-checks.tsv build/pytest-launches.tsv; MPIOPT_TEST_CHECKS_LOG=$(CURDIR)/build/pytest-checks.tsv \
   MPIOPT_TEST_LAUNCHES_LOG=$(CURDIR)/build/pytest-launches.tsv \
   $(PY) -m pytest -q --durations=25 --junitxml=build/pytest-junit.xml
@@ -127,7 +128,7 @@ test: test-c test-mpis test-abi-build test-py
 QUICK_FILES := $(addprefix tests/python/,test_layers.py test_coll.py test_dropin.py test_cli.py test_units.py \
                  test_io_agg.py test_slurm.py test_transform_analyses.py test_transform_cli.py \
                  test_transform_cases.py test_placement.py test_layout.py test_io_lustre.py \
-                 test_model.py test_tune.py test_scaling.py test_simulate.py test_run.py)
+                 test_model.py test_tune.py test_scaling.py test_simulate.py test_run.py test_durations.py)
 QUICK_LAUNCHERS := print_the_same_as_the_originals \
   or test_openmpi_accepts_rankfile_and_binds_ranks_to_their_slots or test_mpich_accepts_machinefile \
   or test_halo2d_under_a_rank_order_with_open_mpi or test_simulated_halo \

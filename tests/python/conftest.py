@@ -186,6 +186,20 @@ def mpi4py_flavour(built=None) -> str:
     return flavour
 
 
+def launched_program(cmd) -> tuple[str, str]:
+    """(program, ranks) of a command line: its first word's name (python -m mpiopt X:
+    'mpiopt X'), and the word after -np / -n, or '' without one."""
+    argv = [cmd] if isinstance(cmd, (str, bytes, os.PathLike)) else list(cmd)
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
+    if not argv:
+        return "?", ""
+    name = os.path.basename(argv[0].split()[0]) if argv[0] else "?"
+    if name.startswith("python") and argv[1:3] in (["-m", "mpiopt"], ["-m", "mpiopt.cli"]):
+        name = f"mpiopt {argv[3] if len(argv) > 3 else ''}".strip()
+    ranks = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-np", "-n")), "")
+    return name, ranks
+
+
 # ---- what the suite's programs did (tests/durations.py reads both logs):
 # MPIOPT_TEST_CHECKS_LOG=FILE: every captured output of a subprocess.run in this process, lines
 # with "N checks", appended with the test id (added up: the suite's checked cases, to compare two
@@ -200,19 +214,6 @@ if _CHECKS_LOG or _LAUNCHES_LOG:
     from mpiopt import jobs as _jobs
     _CHECKS_RE = re.compile(r"^(.*?\b(\d+) checks\b.*)$", re.M)
 
-    def _program(cmd) -> tuple[str, str]:
-        """(program, ranks) of a command line: its first word's name (python -m mpiopt X:
-        'mpiopt X'), and the word after -np / -n, or '' without one."""
-        argv = [cmd] if isinstance(cmd, (str, bytes, os.PathLike)) else list(cmd)
-        argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
-        if not argv:
-            return "?", ""
-        name = os.path.basename(argv[0].split()[0]) if argv[0] else "?"
-        if name.startswith("python") and argv[1:3] in (["-m", "mpiopt"], ["-m", "mpiopt.cli"]):
-            name = f"mpiopt {argv[3] if len(argv) > 3 else ''}".strip()
-        ranks = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-np", "-n")), "")
-        return name, ranks
-
     def _counting(real):
         def run(*args, **kwargs):
             start = _time.monotonic()
@@ -223,7 +224,7 @@ if _CHECKS_LOG or _LAUNCHES_LOG:
             finally:
                 if _LAUNCHES_LOG:
                     test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
-                    name, ranks = _program(args[0] if args else kwargs.get("args", "?"))
+                    name, ranks = launched_program(args[0] if args else kwargs.get("args", "?"))
                     with open(_LAUNCHES_LOG, "a") as f:
                         f.write(f"{test}\t{name}\t{ranks}\t{_time.monotonic() - start:.3f}"
                                 f"\t{r.returncode if ok else 'raised'}\n")
