@@ -19,9 +19,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     first word names one (each command's module imports what it needs, numpy and matplotlib
     among them: importing them all cost every run of a light command a quarter of a second)."""
     command = next((a for a in (argv or []) if not a.startswith("-")), None)
-    if command and command.replace("-", "_") in _command_module_names():
+    module_name = command.replace("-", "_") if command else None
+    if module_name in _command_module_names():
         parser, sub = _empty_parser()
-        module = importlib.import_module(f"{commands.__name__}.{command.replace('-', '_')}")
+        module = importlib.import_module(f"{commands.__name__}.{module_name}")
         if hasattr(module, "register"):
             module.register(sub)
             if command in sub.choices:

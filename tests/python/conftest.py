@@ -216,6 +216,7 @@ if _CHECKS_LOG or _LAUNCHES_LOG:
 
     def _counting(real):
         def run(*args, **kwargs):
+            test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
             start = _time.monotonic()
             ok = False
             try:
@@ -223,7 +224,6 @@ if _CHECKS_LOG or _LAUNCHES_LOG:
                 ok = True
             finally:
                 if _LAUNCHES_LOG:
-                    test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
                     name, ranks = launched_program(args[0] if args else kwargs.get("args", "?"))
                     with open(_LAUNCHES_LOG, "a") as f:
                         f.write(f"{test}\t{name}\t{ranks}\t{_time.monotonic() - start:.3f}"
@@ -231,7 +231,6 @@ if _CHECKS_LOG or _LAUNCHES_LOG:
             out = r.stdout.decode(errors="replace") if isinstance(r.stdout, bytes) else r.stdout
             found = _CHECKS_RE.findall(out or "") if _CHECKS_LOG and isinstance(out, str) else []
             if found:
-                test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
                 with open(_CHECKS_LOG, "a") as f:
                     for line, n in found:
                         f.write(f"{test}\t{n}\t{line.strip()}\n")
