@@ -93,8 +93,9 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
                               int *done);
 
 /* Reduce-scatter (reduce_scatter.c): rank r gets block r, elements [displs[r], displs[r + 1]) of
- * the reduction (displs: p + 1 offsets), at the start of recvbuf; this rank's input in c->src, or
- * in recvbuf (MPI_IN_PLACE). ring: commutative ops only; halving: p a power of two and equal
+ * the reduction (displs: p + 1 offsets), at the start of recvbuf, which gets nothing else; this
+ * rank's input in c->src, never NULL (in place, the entry passes the caller's buffer as c->src and
+ * other memory as recvbuf). ring: commutative ops only; halving: p a power of two and equal
  * blocks; binomial, shared_memory: any call. */
 int mpiopt_reduce_scatter_blocks_ring(const mpiopt_coll *c, void *recvbuf, const size_t *displs);
 int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,

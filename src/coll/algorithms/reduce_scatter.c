@@ -1,6 +1,9 @@
 /* Reduce-scatter (MPI_Reduce_scatter_block, MPI_Reduce_scatter): rank r ends with block r,
  * elements [displs[r], displs[r + 1]), of the reduction of every rank's displs[p] elements, at the
- * start of recvbuf. This rank's input is at c->src, or in recvbuf itself (MPI_IN_PLACE).
+ * start of recvbuf. This rank's input is at c->src, never NULL and never written: in place, the
+ * entry (entry/reduce_scatter.c) reads it from the caller's recvbuf and hands the algorithm other
+ * memory for the block, so that the rest of the caller's buffer stays as it was. recvbuf here is
+ * written with the block alone.
  *
  *   ring      any p and blocks, commutative ops: the allreduce's ring phase (ring.c), turned to
  *             end on each rank's own block:   (p-1)*alpha + (p-1)/p*n*(beta + gamma)
@@ -23,32 +26,14 @@
  *             schedule records the call, the shared-memory allreduce's fallback (recursive
  *             doubling, Rabenseifner) of the whole buffer, of which each rank keeps its block
  * The ring needs count elements of scratch (none more for the blocks in between: they stay in
- * it), halving and binomial need count more where the input is not in recvbuf. */
+ * it), halving count more, binomial count. */
 #include <stdlib.h>
 #include "coll/algorithms/algorithms.h"
-
-/* Moves this rank's block, n elements at `from`, to the start of recvbuf, through tmp (count
- * elements of scratch) where the two overlap. */
-static int own_block_to_front(const mpiopt_coll *c, void *recvbuf, const void *from, size_t n,
-                              void *tmp)
-{
-    size_t bytes = n * c->extent;
-    const char *f = from, *r = recvbuf;
-    if (f == r || n == 0)
-        return MPI_SUCCESS;
-    if (f < r + bytes && r < f + bytes) {
-        int rc = mpiopt_coll_copy(c, tmp, from, bytes);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        from = tmp;
-    }
-    return mpiopt_coll_copy(c, recvbuf, from, bytes);
-}
 
 /* p = 1: the block is the input. */
 static int alone(const mpiopt_coll *c, void *recvbuf, const size_t *displs)
 {
-    if (!c->src || displs[1] == 0)
+    if (displs[1] == 0)
         return MPI_SUCCESS;
     return mpiopt_coll_copy(c, recvbuf, c->src, displs[1] * c->extent);
 }
@@ -57,20 +42,13 @@ int mpiopt_reduce_scatter_blocks_ring(const mpiopt_coll *c, void *recvbuf, const
 {
     if (c->size == 1)
         return alone(c, recvbuf, displs);
-    size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
+    size_t count = displs[c->size];
     void *tmp = mpiopt_coll_scratch(c, count);
     if (!tmp)
         return MPI_ERR_NO_MEM;
-    /* The blocks in between stay in tmp (the input is not touched), or, in place, in recvbuf
-     * where the input was. The own block's result goes straight to recvbuf's start, unless in
-     * place that start holds other blocks (the one the last step sends, the own input it
-     * reduces): then to tmp, and copied. */
-    void *buf = c->src ? tmp : recvbuf;
-    int overlap = !c->src && lo > 0;
-    void *own_out = overlap ? mpiopt_at(c, tmp, lo) : recvbuf;
-    int rc = mpiopt_reduce_scatter_ring_blocks(c, buf, tmp, count, displs, own_out);
-    if (rc == MPI_SUCCESS && overlap)
-        rc = mpiopt_coll_copy(c, recvbuf, own_out, n * c->extent);
+    /* the blocks in between stay in tmp (the input is not touched); the own block's result goes
+     * straight to recvbuf */
+    int rc = mpiopt_reduce_scatter_ring_blocks(c, tmp, tmp, count, displs, recvbuf);
     mpiopt_scratch_free(tmp);
     return rc;
 }
@@ -87,16 +65,13 @@ static unsigned bit_reverse(unsigned x, int levels)
  * 2m + 1, which reduces it: Rabenseifner's non-power-of-two step), the p2 members halve at the
  * boundaries of the blocks they stand for (member m: ranks 2m and 2m + 1 while m < surplus, else
  * rank m + surplus), and the member holding each rank's block sends it there. The input is read
- * where it is, recvbuf included (in place: it is written only at the end), the results kept in
- * scratch until then. */
+ * where it is, the results kept in scratch until then. */
 static int halving_folded(const mpiopt_coll *c, void *recvbuf, const size_t *displs)
 {
     int p = c->size, me = c->rank, rc, levels, p2 = mpiopt_pow2_floor(p, &levels);
     int surplus = p - p2;
     size_t count = displs[p], lo = displs[me], n = displs[me + 1] - lo;
     mpiopt_coll in = *c;
-    if (!in.src)
-        in.src = recvbuf;
     void *buf = mpiopt_coll_scratch(c, count);
     size_t *cuts = malloc(sizeof *cuts * ((size_t)p2 + 1));
     mpiopt_fold f = {.tmp = NULL, .rank_of = NULL};
@@ -157,7 +132,7 @@ int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
     size_t count = displs[p], block = displs[1];    /* equal blocks: count = p * block */
     int *rank_of = malloc(sizeof(int) * (size_t)p);
     void *tmp = mpiopt_coll_scratch(c, count);
-    void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
+    void *buf = mpiopt_coll_scratch(c, count);
     int rc = MPI_ERR_NO_MEM;
     if (!rank_of || !tmp || !buf)
         goto out;
@@ -165,20 +140,17 @@ int mpiopt_reduce_scatter_blocks_halving(const mpiopt_coll *c, void *recvbuf,
     for (int g = 0; g < p; g++)
         rank_of[g] = c->commutative ? (int)bit_reverse((unsigned)g, levels) : g;
     int g = c->commutative ? (int)bit_reverse((unsigned)c->rank, levels) : c->rank;
-    rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, c->src ? c->src : buf, rank_of, levels,
-                                       g);
+    rc = mpiopt_reduce_scatter_halving(c, buf, tmp, count, c->src, rank_of, levels, g);
     if (rc != MPI_SUCCESS)
         goto out;
     int held = (int)bit_reverse((unsigned)g, levels);   /* the block this rank has reduced */
     void *result = mpiopt_at(c, buf, (size_t)held * block);
     if (held == c->rank)
-        rc = own_block_to_front(c, recvbuf, result, block, tmp);
-    else    /* rank order kept: the holder of this rank's block is rank `held` (an involution);
-               the blocks do not overlap recvbuf's start (held, rank > 0 here) */
+        rc = mpiopt_coll_copy(c, recvbuf, result, block * c->extent);
+    else    /* rank order kept: the holder of this rank's block is rank `held` (an involution) */
         rc = mpiopt_sendrecv(c, result, block, held, recvbuf, block, held);
 out:
-    if (buf != recvbuf)
-        mpiopt_scratch_free(buf);
+    mpiopt_scratch_free(buf);
     mpiopt_scratch_free(tmp);
     free(rank_of);
     return rc;
@@ -194,18 +166,12 @@ int mpiopt_reduce_scatter_blocks_shared_memory(const mpiopt_coll *c, void *recvb
     if (rc != MPI_SUCCESS || done)
         return rc;
     /* no window here (or a schedule records the call): the allreduce's fallback, recursive
-     * doubling, of the whole buffer; its result in recvbuf in place (its input is there), else
-     * in scratch */
-    void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
-    /* in place, the own block may overlap recvbuf's start: moved through tmp */
-    void *tmp = !c->src && n > 0 ? mpiopt_coll_scratch(c, n) : NULL;
-    rc = buf && (c->src || n == 0 || tmp) ? mpiopt_allreduce_shared_memory(c, buf, count)
-                                          : MPI_ERR_NO_MEM;
-    if (rc == MPI_SUCCESS)
-        rc = own_block_to_front(c, recvbuf, mpiopt_at(c, buf, lo), n, tmp);
-    if (buf != recvbuf)
-        mpiopt_scratch_free(buf);
-    mpiopt_scratch_free(tmp);
+     * doubling, of the whole buffer in scratch, of which this rank keeps its block */
+    void *buf = mpiopt_coll_scratch(c, count);
+    rc = buf ? mpiopt_allreduce_shared_memory(c, buf, count) : MPI_ERR_NO_MEM;
+    if (rc == MPI_SUCCESS && n > 0)
+        rc = mpiopt_coll_copy(c, recvbuf, mpiopt_at(c, buf, lo), n * c->extent);
+    mpiopt_scratch_free(buf);
     return rc;
 }
 
@@ -216,8 +182,7 @@ int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
     if (p == 1)
         return alone(c, recvbuf, displs);
     size_t count = displs[p];
-    /* the reduce's buffer: recvbuf in place (its input is there; the result replaces it) */
-    void *buf = c->src ? mpiopt_coll_scratch(c, count) : recvbuf;
+    void *buf = mpiopt_coll_scratch(c, count);    /* the reduce's */
     if (!buf)
         return MPI_ERR_NO_MEM;
     rc = mpiopt_reduce_binomial(c, buf, count, 0);
@@ -235,15 +200,14 @@ int mpiopt_reduce_scatter_blocks_binomial(const mpiopt_coll *c, void *recvbuf,
                 mpiopt_isend(c, mpiopt_at(c, buf, displs[r]), displs[r + 1] - displs[r], r,
                              &reqs[nreq++]);
         if (reqs) {
-            if (buf != recvbuf && displs[1] > 0)   /* block 0 starts at 0: in place it is there */
+            if (displs[1] > 0)
                 rc = mpiopt_coll_copy(c, recvbuf, buf, displs[1] * c->extent);
             int wrc = mpiopt_waitall(c, nreq, reqs);
             rc = rc != MPI_SUCCESS ? rc : wrc;
             free(reqs);
         }
     }
-    if (buf != recvbuf)
-        mpiopt_scratch_free(buf);
+    mpiopt_scratch_free(buf);
     return rc;
 }
 

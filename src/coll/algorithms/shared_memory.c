@@ -357,16 +357,8 @@ static int reduce_scatter_others_only(const mpiopt_coll *c, node_window *w, void
 {
     int me = c->rank, rc = MPI_SUCCESS;
     size_t count = displs[c->size], lo = displs[me], n = displs[me + 1] - lo, e = c->extent;
-    const char *in = c->src ? c->src : out;
-    const char *own = c->src ? c->src + lo * e : NULL;   /* this rank's block of its input */
-    void *copy = NULL;
-    if (!own && n > 0) {    /* in place: the result overwrites the input's start */
-        if (!(copy = mpiopt_coll_scratch(c, n)))
-            rc = MPI_ERR_NO_MEM;
-        else
-            memcpy(copy, in + lo * e, n * e);
-        own = copy;
-    }
+    /* the input, never NULL here (algorithms.h), and this rank's block of it */
+    const char *in = c->src, *own = c->src + lo * e;
     ring *g = &w->small;
     uint64_t call = ++g->calls;
     wait_writable(c, w, g, call);
@@ -393,7 +385,6 @@ static int reduce_scatter_others_only(const mpiopt_coll *c, node_window *w, void
         }
     }
     g->writable_until = call + SMALL_BUFFERS - 1;
-    mpiopt_scratch_free(copy);
     return rc;
 }
 
@@ -442,8 +433,7 @@ int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, const s
         rc = reduce_scatter_others_only(c, w, out, displs, &f);
         goto out;
     }
-    /* in place, the own block goes to out's start, over the input: read it from the window */
-    const char *in = c->src ? c->src : out, *mine = c->src;
+    const char *in = c->src;     /* never NULL here (algorithms.h) */
     ring *g = &w->small;
     /* every piece, whatever failed before: the other ranks wait for this one's */
     for (size_t first = 0; first < count; first += per_piece) {
@@ -458,7 +448,7 @@ int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, const s
         /* the part of this rank's block in the piece: [a, b) of the call's elements */
         size_t a = lo > first ? lo : first, b = lo + n < first + pn ? lo + n : first + pn;
         if (a < b && rc == MPI_SUCCESS)
-            rc = reduce_window_inputs(c, w, call, mine ? mine + first * c->extent : NULL,
+            rc = reduce_window_inputs(c, w, call, in + first * c->extent,
                                       a - first, (char *)out + (a - lo) * c->extent, b - a, &f);
         g->writable_until = call + SMALL_BUFFERS - 1;
     }

@@ -136,7 +136,13 @@ static int plan(reduce_scatter_call *a, mpiopt_algorithm requested, int nonblock
                                   nonblocking, choose, &shape, &a->plan);
 }
 
-/* The algorithm on a planned call: run now, or recorded into `record`. */
+/* The algorithm on a planned call: run now, or recorded into `record`.
+ *
+ * In place, the caller's input is recvbuf, and the standard puts the result only in its first n
+ * elements (this rank's block): the rest must come back as the caller left it (both vendors leave
+ * it so, and mpi4py's own tests check it). So the algorithms never get recvbuf to work in: they
+ * read the input from it (c.src, read and never written) and write the block into scratch, copied
+ * to recvbuf's start once every rank's reads of it are done. */
 static int run(const void *args, mpiopt_schedule *record)
 {
     const reduce_scatter_call *a = args;
@@ -146,16 +152,32 @@ static int run(const void *args, mpiopt_schedule *record)
         return rc;
     if (a->displs[c.size] == 0)
         return MPI_SUCCESS;     /* every block empty */
+    size_t n = a->displs[c.rank + 1] - a->displs[c.rank];
+    void *out = a->recvbuf;
+    if (!c.src) {
+        c.src = a->recvbuf;
+        if (n > 0 && !(out = mpiopt_coll_scratch(&c, n)))
+            return MPI_ERR_NO_MEM;
+    }
     switch (a->plan.algorithm) {
     case MPIOPT_ALG_RABENSEIFNER:
-        return mpiopt_reduce_scatter_blocks_halving(&c, a->recvbuf, a->displs);
+        rc = mpiopt_reduce_scatter_blocks_halving(&c, out, a->displs);
+        break;
     case MPIOPT_ALG_RING:
-        return mpiopt_reduce_scatter_blocks_ring(&c, a->recvbuf, a->displs);
+        rc = mpiopt_reduce_scatter_blocks_ring(&c, out, a->displs);
+        break;
     case MPIOPT_ALG_SHARED_MEMORY:
-        return mpiopt_reduce_scatter_blocks_shared_memory(&c, a->recvbuf, a->displs);
+        rc = mpiopt_reduce_scatter_blocks_shared_memory(&c, out, a->displs);
+        break;
     default:
-        return mpiopt_reduce_scatter_blocks_binomial(&c, a->recvbuf, a->displs);
+        rc = mpiopt_reduce_scatter_blocks_binomial(&c, out, a->displs);
     }
+    if (out != a->recvbuf) {
+        if (rc == MPI_SUCCESS)
+            rc = mpiopt_coll_copy(&c, a->recvbuf, out, n * c.extent);
+        mpiopt_scratch_free(out);
+    }
+    return rc;
 }
 
 static int vendor(const reduce_scatter_call *a)
