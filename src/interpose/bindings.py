@@ -6,9 +6,9 @@ calls of those names go to the vendor (chain.h):
     bindings.py collectives.list OUTDIR [HAND_WRITTEN.c …]
 
 OUTDIR gets bindings.c (the entry points), vendor.h (included before every source of the
-library: each such PMPI_X renamed to a pointer to the vendor's) and vendor_table.c (those
+library: each such PMPI_X, and those of INNER_CALLS, renamed to a pointer to the vendor's) and vendor_table.c (those
 pointers and their names, which chain.c resolves). The hand-written entry points of
-src/interpose/*.c are found by their MPIOPT_C_ENTRY(Name, …) lines. The build runs it
+src/interpose/*.c are found by their MPIOPT_C_ENTRY(Name, …) (or _THEN) lines. The build runs it
 (CMakeLists.txt); the output is plain C to read in build/<flavour>/generated/.
 Only the standard library: it runs wherever CMake does."""
 import os
@@ -193,6 +193,15 @@ def fortran_guarded(parts):
     return [f"#ifdef MPIOPT_HAVE_MPI_FINT\n{p}#endif\n" if "MPI_Fint" in p else p for p in parts]
 
 
+# The calls of mpiopt's own messages and shared windows (its algorithms', its node windows', its
+# agreements'), which it does not define: taken from the vendor's library too, so that a tool that
+# defines PMPI_X itself (Darshan maps both names to its wrapper) and is preloaded in front of
+# mpiopt never sees mpiopt's inner messages, as a tool that defines MPI_X alone never does.
+INNER_CALLS = ["Send", "Recv", "Isend", "Irecv", "Sendrecv", "Cancel", "Barrier", "Bcast",
+               "Gather", "Gatherv", "Allgather", "Win_allocate_shared", "Win_shared_query",
+               "Win_free"]
+
+
 def entry_names(rows, hand_written):
     """The C entry points libmpiopt defines, as (preprocessor guard or None, name): the
     collectives' of every form, and the hand-written ones."""
@@ -211,6 +220,7 @@ def entry_names(rows, hand_written):
         if "persistent" in r.forms:
             names.append(("MPIOPT_HAVE_LARGE_COUNT", f"MPI_{r.Name}_init_c"))
     names += [(None, f"MPI_{n}") for n in hand_written]
+    names += [(None, f"MPI_{n}") for n in INNER_CALLS if (None, f"MPI_{n}") not in names]
     return names
 
 
@@ -219,7 +229,7 @@ def hand_written_entries(paths):
     out = []
     for path in paths:
         with open(path) as f:
-            out += re.findall(r"^MPIOPT_C_ENTRY\((\w+),", f.read(), re.M)
+            out += re.findall(r"^MPIOPT_C_ENTRY(?:_THEN)?\((\w+),", f.read(), re.M)
     return out
 
 

@@ -27,14 +27,34 @@ static int defines(void *h, void *base, const char *name)
     return p && object_of(p) == base;
 }
 
-/* Whether `f`, a definition of `name`, is the vendor's: its object also defines the profiling
- * name (PMPI_X for MPI_X, pmpi_x_ for mpi_x_) or, where the vendor has none for it (MPICH's
- * mpi_f08 names), its initialisation's (PMPI_Init, pmpi_init_): the vendor's libraries do, a
- * tool does not. */
+/* Whether `name` is a C entry point (MPI_Allreduce), not a Fortran mangling (mpi_allreduce_,
+ * MPI_ALLREDUCE): C names are mixed case. */
+static int is_c_name(const char *name)
+{
+    if (name[0] != 'M')
+        return 0;
+    for (const char *c = name; *c; c++)
+        if (islower((unsigned char)*c))
+            return 1;
+    return 0;
+}
+
+/* Whether `f`, a definition of `name` (an MPI_X, its PMPI_X or a Fortran name), is the vendor's.
+ * Its object also defines the profiling name
+ * (PMPI_X for MPI_X, pmpi_x_ for mpi_x_) or, where the vendor has none for it (MPICH's mpi_f08
+ * names), its initialisation's (PMPI_Init, pmpi_init_): the vendor's libraries do, a PMPI tool
+ * as mpiP builds one does not. But some tools define PMPI_X too: Darshan maps both names to its
+ * wrapper and reaches the next PMPI_X with dlsym(RTLD_NEXT). So for a C name the object must also
+ * define PMPI_Get_version, a call the MPI library has and no tool wraps (Darshan's are MPI_Init,
+ * MPI_Finalize and MPI-IO's): taking such a tool for the vendor skipped it, its MPI_Init never
+ * ran, and it lost its record without a word. (The vendor's Fortran libraries are told by the
+ * first rule alone: they define the Fortran names only.) */
 static int is_vendor(void *f, const char *name)
 {
     Dl_info di;
     char pname[160];
+    if (strncmp(name, "PMPI_", 5) == 0)
+        name++;     /* a profiling name's own: the same rules */
     if (!dladdr(f, &di) || !di.dli_fname ||
         snprintf(pname, sizeof pname, "%c%s", islower((unsigned char)name[0]) ? 'p' : 'P', name) >=
             (int)sizeof pname)
@@ -42,8 +62,11 @@ static int is_vendor(void *f, const char *name)
     void *h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return 0;
-    int vendor = defines(h, di.dli_fbase, pname) || defines(h, di.dli_fbase, "PMPI_Init") ||
-                 defines(h, di.dli_fbase, "pmpi_init_") || defines(h, di.dli_fbase, "pmpi_init_f08_");
+    void *base = di.dli_fbase;
+    int vendor = defines(h, base, pname) || defines(h, base, "PMPI_Init") ||
+                 defines(h, base, "pmpi_init_") || defines(h, base, "pmpi_init_f08_");
+    if (vendor && is_c_name(name))
+        vendor = defines(h, base, "PMPI_Get_version");
     dlclose(h);
     return vendor;
 }

@@ -10,13 +10,24 @@
 #include "coll/engine/report.h"
 #include "chain.h"
 
+/* Once: the own init, or, where a tool behind mpiopt took MPI_Init to the vendor past it, after
+ * that tool's MPI_Init (chain.h). */
 static void started(void)
 {
+    static int done;
+    if (__atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+        return;
     mpiopt_private_prepare(MPI_COMM_WORLD);
     mpiopt_report_start();
 }
 
-MPIOPT_C_ENTRY(Init, (int *argc, char ***argv), (argc, argv))
+static void started_after_tool(int rc)
+{
+    if (rc == MPI_SUCCESS)
+        started();
+}
+
+MPIOPT_C_ENTRY_THEN(Init, (int *argc, char ***argv), (argc, argv), started_after_tool)
 {
     int rc = PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS)
@@ -24,8 +35,8 @@ MPIOPT_C_ENTRY(Init, (int *argc, char ***argv), (argc, argv))
     return rc;
 }
 
-MPIOPT_C_ENTRY(Init_thread, (int *argc, char ***argv, int required, int *provided),
-               (argc, argv, required, provided))
+MPIOPT_C_ENTRY_THEN(Init_thread, (int *argc, char ***argv, int required, int *provided),
+                    (argc, argv, required, provided), started_after_tool)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)

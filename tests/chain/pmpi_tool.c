@@ -8,6 +8,10 @@
  * Like real tools it counts a call once where the MPI's own Fortran layer calls its C wrapper
  * (MPICH's pmpi_allreduce_ calls MPI_Allreduce): calls made inside a wrapper are not counted.
  * TOOL_C_ONLY leaves the Fortran wrappers out (a C-only tool, as Darshan's MPI part is).
+ * TOOL_DEFINES_PMPI builds it as Darshan builds its MPI part: each wrapper is also the profiling
+ * name PMPI_X, and reaches the next PMPI_X with dlsym(RTLD_NEXT) (the vendor's, or libmpiopt's
+ * where the tool is in front of it); it wraps what Darshan wraps of the calls here, MPI_Init,
+ * MPI_Init_thread and MPI_Finalize, and point-to-point, and only in C.
  *
  * It knows nothing of mpiopt; it wraps calls mpiopt takes (reductions, waits, communicator
  * constructors, MPI_Init) and calls it does not (point-to-point, whose count shows whether a
@@ -19,6 +23,27 @@
 
 #ifndef TOOL_NAME
 #define TOOL_NAME "tool"
+#endif
+
+#ifdef TOOL_DEFINES_PMPI
+#define TOOL_C_ONLY
+#include <dlfcn.h>
+/* NEXT(PMPI_X): the next definition of PMPI_X after this library; ALSO_PMPI(MPI_X): PMPI_X is
+ * this library's MPI_X too */
+static void *next_of(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (!f) {
+        fprintf(stderr, "tool: no %s after the tool\n", name);
+        abort();
+    }
+    return f;
+}
+#define NEXT(pname) ((__typeof__(&pname))next_of(#pname))
+#define ALSO_PMPI(name) __typeof__(name) P##name __attribute__((alias(#name)));
+#else
+#define NEXT(pname) pname
+#define ALSO_PMPI(name)
 #endif
 
 enum kind {
@@ -66,67 +91,78 @@ int MPI_Init(int *argc, char ***argv)
 {
     count(K_INIT, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Init(argc, argv);
+    int rc = NEXT(PMPI_Init)(argc, argv);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Init)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     count(K_INIT, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int rc = NEXT(PMPI_Init_thread)(argc, argv, required, provided);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Init_thread)
 
 int MPI_Finalize(void)
 {
     count(K_FINALIZE, 0, MPI_DATATYPE_NULL);
     write_report();
     depth++;
-    int rc = PMPI_Finalize();
+    int rc = NEXT(PMPI_Finalize)();
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Finalize)
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c)
 {
     count(K_ALLREDUCE, n, t);
     depth++;
-    int rc = PMPI_Allreduce(s, r, n, t, o, c);
+    int rc = NEXT(PMPI_Allreduce)(s, r, n, t, o, c);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Reduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int root, MPI_Comm c)
 {
     count(K_REDUCE, n, t);
     depth++;
-    int rc = PMPI_Reduce(s, r, n, t, o, root, c);
+    int rc = NEXT(PMPI_Reduce)(s, r, n, t, o, root, c);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Iallreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
                    MPI_Request *q)
 {
     count(K_IALLREDUCE, n, t);
     depth++;
-    int rc = PMPI_Iallreduce(s, r, n, t, o, c, q);
+    int rc = NEXT(PMPI_Iallreduce)(s, r, n, t, o, c, q);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Ireduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int root, MPI_Comm c,
                 MPI_Request *q)
 {
     count(K_IREDUCE, n, t);
     depth++;
-    int rc = PMPI_Ireduce(s, r, n, t, o, root, c, q);
+    int rc = NEXT(PMPI_Ireduce)(s, r, n, t, o, root, c, q);
     depth--;
     return rc;
 }
+#endif
 
 /* MPI-4's persistent allreduce, or Open MPI 4.1's MPIX_ one */
 #if MPI_VERSION >= 4
@@ -139,7 +175,7 @@ int MPI_Ireduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, int roo
 #define TOOL_PALLREDUCE_INIT PMPIX_Allreduce_init
 #endif
 #endif
-#ifdef TOOL_ALLREDUCE_INIT
+#if defined(TOOL_ALLREDUCE_INIT) && !defined(TOOL_DEFINES_PMPI)
 int TOOL_ALLREDUCE_INIT(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c,
                         MPI_Info info, MPI_Request *q)
 {
@@ -151,132 +187,155 @@ int TOOL_ALLREDUCE_INIT(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o,
 }
 #endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Scan(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c)
 {
     count(K_SCAN, n, t);
     depth++;
-    int rc = PMPI_Scan(s, r, n, t, o, c);
+    int rc = NEXT(PMPI_Scan)(s, r, n, t, o, c);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Reduce_scatter_block(const void *s, void *r, int n, MPI_Datatype t, MPI_Op o, MPI_Comm c)
 {
     count(K_REDUCE_SCATTER_BLOCK, n, t);
     depth++;
-    int rc = PMPI_Reduce_scatter_block(s, r, n, t, o, c);
+    int rc = NEXT(PMPI_Reduce_scatter_block)(s, r, n, t, o, c);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Wait(MPI_Request *q, MPI_Status *st)
 {
     count(K_WAIT, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Wait(q, st);
+    int rc = NEXT(PMPI_Wait)(q, st);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Waitall(int n, MPI_Request q[], MPI_Status st[])
 {
     count(K_WAITALL, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Waitall(n, q, st);
+    int rc = NEXT(PMPI_Waitall)(n, q, st);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Test(MPI_Request *q, int *flag, MPI_Status *st)
 {
     count(K_TEST, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Test(q, flag, st);
+    int rc = NEXT(PMPI_Test)(q, flag, st);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Start(MPI_Request *q)
 {
     count(K_START, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Start(q);
+    int rc = NEXT(PMPI_Start)(q);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Request_free(MPI_Request *q)
 {
     count(K_REQUEST_FREE, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Request_free(q);
+    int rc = NEXT(PMPI_Request_free)(q);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Comm_dup(MPI_Comm c, MPI_Comm *out)
 {
     count(K_COMM_DUP, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Comm_dup(c, out);
+    int rc = NEXT(PMPI_Comm_dup)(c, out);
     depth--;
     return rc;
 }
+#endif
 
+#ifndef TOOL_DEFINES_PMPI
 int MPI_Comm_free(MPI_Comm *c)
 {
     count(K_COMM_FREE, 0, MPI_DATATYPE_NULL);
     depth++;
-    int rc = PMPI_Comm_free(c);
+    int rc = NEXT(PMPI_Comm_free)(c);
     depth--;
     return rc;
 }
+#endif
 
 int MPI_Send(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c)
 {
     count(K_SEND, n, t);
     depth++;
-    int rc = PMPI_Send(b, n, t, dest, tag, c);
+    int rc = NEXT(PMPI_Send)(b, n, t, dest, tag, c);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Send)
 
 int MPI_Recv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Status *st)
 {
     count(K_RECV, n, t);
     depth++;
-    int rc = PMPI_Recv(b, n, t, src, tag, c, st);
+    int rc = NEXT(PMPI_Recv)(b, n, t, src, tag, c, st);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Recv)
 
 int MPI_Isend(const void *b, int n, MPI_Datatype t, int dest, int tag, MPI_Comm c, MPI_Request *q)
 {
     count(K_ISEND, n, t);
     depth++;
-    int rc = PMPI_Isend(b, n, t, dest, tag, c, q);
+    int rc = NEXT(PMPI_Isend)(b, n, t, dest, tag, c, q);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Isend)
 
 int MPI_Irecv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c, MPI_Request *q)
 {
     count(K_IRECV, n, t);
     depth++;
-    int rc = PMPI_Irecv(b, n, t, src, tag, c, q);
+    int rc = NEXT(PMPI_Irecv)(b, n, t, src, tag, c, q);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Irecv)
 
 int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int dest, int stag, void *rb, int rn,
                  MPI_Datatype rt, int src, int rtag, MPI_Comm c, MPI_Status *status)
 {
     count(K_SENDRECV, sn, st);
     depth++;
-    int rc = PMPI_Sendrecv(sb, sn, st, dest, stag, rb, rn, rt, src, rtag, c, status);
+    int rc = NEXT(PMPI_Sendrecv)(sb, sn, st, dest, stag, rb, rn, rt, src, rtag, c, status);
     depth--;
     return rc;
 }
+ALSO_PMPI(MPI_Sendrecv)
 
 #ifndef TOOL_C_ONLY
 /* ---- Fortran (mpif.h / `use mpi`, gfortran's lower-case mangling with one underscore) ----

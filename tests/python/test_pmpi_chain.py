@@ -11,7 +11,13 @@ with the Fortran program. Each order is run without libmpiopt too; with it:
     its MPI_Init and MPI_Finalize ran, and it sees none of mpiopt's inner messages);
   * MPIOPT_REPORT shows libmpiopt ran every reduction, the same number in every order.
 Before libmpiopt defined PMPI_*, a tool in front made mpiopt run nothing, and a tool behind it
-made the job fail in MPI_Finalize (its MPI_Init never ran)."""
+made the job fail in MPI_Finalize (its MPI_Init never ran).
+
+A tool built as Darshan builds its MPI part (TOOL_DEFINES_PMPI: each wrapper is PMPI_X too, the
+next PMPI_X found with dlsym(RTLD_NEXT); MPI_Init, MPI_Finalize and point-to-point) runs in front
+of libmpiopt and behind it with the C program: libmpiopt took such a tool behind it for the MPI
+library itself (its object defines PMPI_X) and called past it, so its MPI_Init never ran and it
+wrote no record (init 0), as Darshan wrote no log (issue 67)."""
 from __future__ import annotations
 
 import os
@@ -38,6 +44,9 @@ ORDERS = {
     "linked-and-behind": ("linked", "M:B"),
 }
 FORTRAN_C_ONLY = {"c-only-tool-first": ("plain", "C:M"), "c-only-tool-behind": ("plain", "M:C")}
+# D: the tool with its own PMPI_* names (C only)
+PMPI_DEFINING = {"pmpi-tool-first": ("plain", "D:M"), "pmpi-tool-behind": ("plain", "M:D"),
+                 "pmpi-tool-behind-a-tool-in-front": ("plain", "A:M:D")}
 
 
 @pytest.fixture(scope="module", params=mpi.FLAVOURS)
@@ -50,7 +59,7 @@ def programs(request, tmp_path_factory):
     tool = ROOT / "tests/chain/pmpi_tool.c"
     run = lambda cmd: subprocess.run([str(c) for c in cmd], check=True, capture_output=True)
     tools = {}
-    for name, extra in (("A", []), ("B", []), ("C", ["-DTOOL_C_ONLY"])):
+    for name, extra in (("A", []), ("B", []), ("C", ["-DTOOL_C_ONLY"]), ("D", ["-DTOOL_DEFINES_PMPI"])):
         tools[name] = d / f"libtool{name}.so"
         run([f"mpicc.{flavour}", "-O2", "-shared", "-fPIC", f'-DTOOL_NAME="{name}"', *extra,
              "-o", tools[name], tool])
@@ -120,7 +129,7 @@ def check_order(programs, tmp_path, language, variant, order, front_reports=True
     for name, report in tools_with.items():
         assert re.search(r"^init 1 0$", report, re.M) and re.search(r"^finalize 1 0$", report, re.M), report
         assert without_tests(report) == without_tests(tools_without[name]), (name, tools_without[name], report)
-        if language == "c":   # its MPI_Test count is the program's own
+        if language == "c" and name != "D":   # its MPI_Test count is the program's own (D wraps none)
             for r, reports in ((r_without, tools_without), (r_with, tools_with)):
                 m = re.search(r"^test (\d+) 0$", reports[name], re.M)
                 assert m and int(m.group(1)) == program_test_calls(r.stdout), (name, reports[name], r.stdout)
@@ -155,6 +164,17 @@ def test_c_only_tool_with_a_fortran_program(programs, tmp_path, order):
     # Open MPI's Fortran layer calls PMPI_Init/PMPI_Finalize: such a tool never runs
     check_order(programs, tmp_path, "fortran", variant, preloads,
                 front_reports=programs[0] == "mpich")
+
+
+@pytest.mark.parametrize("order", list(PMPI_DEFINING))
+def test_tool_with_its_own_pmpi_names_in_every_order(programs, tmp_path, order):
+    """Its MPI_Init and MPI_Finalize run (its report says init 1, finalize 1) and it counts the
+    program's messages as without libmpiopt, in front of libmpiopt and behind it; libmpiopt still
+    runs every reduction (the tool wraps none) and its report, set up at MPI_Init, is printed."""
+    variant, preloads = PMPI_DEFINING[order]
+    calls = check_order(programs, tmp_path, "c", variant, preloads)
+    key = (programs[0], "c")
+    assert REDUCTIONS.setdefault(key, calls) == calls, (key, REDUCTIONS[key], calls)
 
 
 def test_pmpi_names_are_defined_for_every_entry_point(programs):
