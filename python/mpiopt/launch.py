@@ -162,13 +162,15 @@ def _placement_args(args, flavour: str, workdir: Path) -> list[str]:
         raise UsageError(str(e))
 
 
-def _srun_args(args, workdir: Path, launcher_opts: list[str]) -> tuple[list[str], dict]:
-    """Inside a Slurm allocation: srun, with the rank order as a SLURM_HOSTFILE."""
+def _srun_args(args, flavour: str, workdir: Path, launcher_opts: list[str]) -> tuple[list[str], dict]:
+    """Inside a Slurm allocation: srun with the MPI's plugin, the rank order as a SLURM_HOSTFILE."""
     hosts = None
     try:
         if args.hosts or args.hostfile:
             hosts = _placement.read_hosts(args.hosts.split(",") if args.hosts else args.hostfile)
-        cmd, env = _slurm.srun_launch(args.np, args.rank_order, hosts, args.ppn, workdir, os.environ)
+        mpi_args = _slurm.mpi_plugin_args(mpi.abi_flavour(flavour), launcher_opts, os.environ)
+        cmd, env = _slurm.srun_launch(args.np, args.rank_order, hosts, args.ppn, workdir,
+                                      os.environ, mpi_args)
     except (_placement.PlacementError, OSError) as e:
         raise UsageError(str(e))
     return cmd + launcher_opts, env
@@ -268,7 +270,7 @@ def plan_launch(args, workdir: Path) -> Launch:
     if getattr(args, "report", False):
         env["MPIOPT_REPORT"] = "1"
     if _slurm.in_allocation(os.environ) and not args.no_srun:
-        cmd, slurm_env = _srun_args(args, workdir, launcher_opts)
+        cmd, slurm_env = _srun_args(args, flavour, workdir, launcher_opts)
         cmd += program
         env.update(slurm_env)
     else:

@@ -42,16 +42,29 @@ def test_run_in_allocation_uses_srun(mpiopt, tmp_path):
                "--ppn", "2", "--dry-run", "--", "/bin/true", env=slurm_env())
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
-    assert d["command"] == ["srun", "-n", "4", "--distribution=arbitrary", "/bin/true"]
+    assert d["command"] == ["srun", "--mpi=pmi2", "-n", "4", "--distribution=arbitrary", "/bin/true"]
     assert d["files"]["slurm_hostfile"].split() == ["nid00576", "nid00577", "nid00576", "nid00577"]
     assert d["env"]["SLURM_HOSTFILE"].endswith("slurm_hostfile")
     # no order: plain srun; --no-srun: the MPI's own launcher
     r = mpiopt("run", "-np", "2", "--flavour", "mpich", "--no-preload", "--dry-run", "--", "/bin/true",
                env=slurm_env())
-    assert json.loads(r.stdout)["command"] == ["srun", "-n", "2", "/bin/true"]
+    assert json.loads(r.stdout)["command"] == ["srun", "--mpi=pmi2", "-n", "2", "/bin/true"]
     r = mpiopt("run", "-np", "2", "--flavour", "mpich", "--no-preload", "--no-srun", "--dry-run",
                "--", "/bin/true", env=slurm_env())
     assert json.loads(r.stdout)["command"][0] == "mpirun.mpich"
+
+
+@pytest.mark.parametrize("flavour,plugin", [("openmpi", "pmix"), ("mpich", "pmi2")])
+def test_srun_gets_the_mpis_plugin_unless_one_is_chosen(mpiopt, flavour, plugin):
+    """Slurm's own MpiDefault is none: without --mpi an Open MPI job aborts and an MPICH job of N
+    ranks runs as N jobs of one. mpiopt run names the plugin of the MPI it found, unless the
+    user's srun options (after --launcher-opts… or as given) or SLURM_MPI_TYPE choose one."""
+    run = lambda *extra, env=None: json.loads(mpiopt(
+        "run", "-np", "2", "--flavour", flavour, "--no-preload", *extra, "--dry-run", "--",
+        "/bin/true", env=env or slurm_env()).stdout)["command"]
+    assert run() == ["srun", f"--mpi={plugin}", "-n", "2", "/bin/true"]
+    assert run(env=slurm_env(SLURM_MPI_TYPE="pmi2")) == ["srun", "-n", "2", "/bin/true"]
+    assert run("--mpi=none") == ["srun", "-n", "2", "--mpi=none", "/bin/true"]
 
 
 def test_run_in_allocation_bad_input(mpiopt, tmp_path):

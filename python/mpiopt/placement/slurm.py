@@ -66,11 +66,29 @@ def allocation_hosts(env) -> list[str]:
     return expand_nodelist(nodelist)
 
 
+# srun's MPI plugin for each family of MPI, where neither the user (srun --mpi=…) nor the site
+# (SLURM_MPI_TYPE) chose one: Slurm's own MpiDefault is `none`, under which Open MPI's ranks find
+# no PMIx server and abort, and MPICH's each start alone as a job of one (N jobs of one rank).
+# Debian's Open MPI 4.1.4 speaks PMIx only; MPICH, Intel MPI and the rest of its family PMI-2.
+MPI_PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
+
+
+def mpi_plugin_args(abi_flavour: str | None, launcher_opts: list[str], env) -> list[str]:
+    """`--mpi=PLUGIN` for an MPI of `abi_flavour` ("openmpi" or "mpich"), or nothing where the
+    user's srun options or SLURM_MPI_TYPE already choose one, or the family is unknown."""
+    if env.get("SLURM_MPI_TYPE") or any(o == "--mpi" or o.startswith("--mpi=")
+                                         for o in launcher_opts):
+        return []
+    plugin = MPI_PLUGIN.get(abi_flavour or "")
+    return [f"--mpi={plugin}"] if plugin else []
+
+
 def srun_launch(np: int, order_file: str | None, hosts: list[str] | None, ppn: int | None,
-                workdir: Path, env) -> tuple[list[str], dict[str, str]]:
-    """The srun prefix and the environment additions for `np` tasks; with a rank order, the
-    SLURM_HOSTFILE is written into `workdir` and the distribution made arbitrary."""
-    cmd = ["srun", "-n", str(np)]
+                workdir: Path, env, mpi_args: list[str] = ()) -> tuple[list[str], dict[str, str]]:
+    """The srun prefix and the environment additions for `np` tasks (mpi_args: mpi_plugin_args'
+    choice); with a rank order, the SLURM_HOSTFILE is written into `workdir` and the
+    distribution made arbitrary."""
+    cmd = ["srun", *mpi_args, "-n", str(np)]
     if not order_file:
         return cmd, {}
     if not ppn:
