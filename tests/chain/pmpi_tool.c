@@ -6,7 +6,11 @@
  * library (two copies under two names) and links it into a program, with and without mpiopt.
  *
  * Like real tools it counts a call once where the MPI's own Fortran layer calls its C wrapper
- * (MPICH's pmpi_allreduce_ calls MPI_Allreduce): calls made inside a wrapper are not counted.
+ * (MPICH's pmpi_allreduce_ calls MPI_Allreduce): calls made inside a wrapper are not counted as
+ * the program's. Messages sent or received inside a wrapper are counted apart, in "nested_"
+ * lines: a library between the tool and the MPI that sent its own messages through names the
+ * tool holds would show there (within a reduction's wrapper), where the program's count hides
+ * them.
  * TOOL_C_ONLY leaves the Fortran wrappers out (a C-only tool, as Darshan's MPI part is).
  * TOOL_DEFINES_PMPI builds it as Darshan builds its MPI part: each wrapper is also the profiling
  * name PMPI_X, and reaches the next PMPI_X with dlsym(RTLD_NEXT) (the vendor's, or libmpiopt's
@@ -55,17 +59,18 @@ static const char *const kind_names[K_COUNT] = {
     "init", "finalize", "allreduce", "reduce", "iallreduce", "ireduce", "allreduce_init",
     "scan", "reduce_scatter_block", "wait", "waitall", "test", "start", "request_free",
     "comm_dup", "comm_free", "send", "recv", "isend", "irecv", "sendrecv"};
-static unsigned long calls[K_COUNT], bytes[K_COUNT];
+static unsigned long calls[K_COUNT], bytes[K_COUNT], nested_calls[K_COUNT], nested_bytes[K_COUNT];
 static int depth;       /* wrappers running: a nested one does not count (single-threaded) */
 
 static void count(enum kind k, int n, MPI_Datatype type)
 {
     int size = 0;
-    if (depth)
+    if (depth && k < K_SEND)
         return;
-    calls[k]++;
+    unsigned long *c = depth ? nested_calls : calls, *b = depth ? nested_bytes : bytes;
+    c[k]++;
     if (n > 0 && type != MPI_DATATYPE_NULL && PMPI_Type_size(type, &size) == MPI_SUCCESS)
-        bytes[k] += (unsigned long)n * (unsigned long)size;
+        b[k] += (unsigned long)n * (unsigned long)size;
 }
 
 static void write_report(void)
@@ -82,6 +87,8 @@ static void write_report(void)
         return;
     for (int k = 0; k < K_COUNT; k++)
         fprintf(f, "%s %lu %lu\n", kind_names[k], calls[k], bytes[k]);
+    for (int k = K_SEND; k < K_COUNT; k++)
+        fprintf(f, "nested_%s %lu %lu\n", kind_names[k], nested_calls[k], nested_bytes[k]);
     fclose(f);
 }
 
