@@ -93,6 +93,8 @@ typedef struct {
     long long listed[MAX_LISTED_SIZES];
     int iterations, iterations_large, warmup, warmup_large;
     int full, validate, json;
+    int fresh;          /* --fresh: the send buffer written before every call, as applications
+                         * do (untimed); else left unchanged between calls, as OSU does */
     bench_operation operation;
     int mpi_symbol;     /* --mpi-symbol: the auto column calls MPI_Allreduce / MPI_Reduce */
     int overhead;       /* --overhead: the hand-off cost of the entry points (overhead.c) */

@@ -172,7 +172,7 @@ int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
     int errors[MAX_COLUMNS] = { 0 };
     int checks_here = o->validate && (o->operation == BENCH_ALLREDUCE || rank == 0);
 
-    if (!o->validate)
+    if (!o->validate && !o->fresh)
         fill_send(o, sendbuf, count, 0);
     mpiopt_barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
@@ -181,9 +181,13 @@ int measure_size(const options *o, long long size, void *sendbuf, void *recvbuf,
         shuffle_columns(order, o->ncolumns, (unsigned)it);
         for (int k = 0; k < o->ncolumns; k++) {
             int c = order[k];
-            if (o->validate) {
+            /* --fresh (and --validation): new inputs every call, written before the barrier, as
+             * an application computes them before it reduces: the other ranks find none of
+             * them in their caches */
+            if (o->validate || o->fresh) {
                 fill_send(o, sendbuf, count, it);
-                memset(recvbuf, 0xff, (size_t)size);
+                if (o->validate)
+                    memset(recvbuf, 0xff, (size_t)size);
                 mpiopt_barrier(MPI_COMM_WORLD);
             }
             start_together(MPI_COMM_WORLD);   /* SimGrid: one instant for all (the header says why) */

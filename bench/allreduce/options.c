@@ -64,6 +64,9 @@ static void usage(FILE *out)
           "                                long_long, signed_char, unsigned_char, unsigned_long,\n"
           "                                int8_t..int64_t, uint8_t..uint64_t (an mpi_ prefix is allowed)\n"
           "  -c, --validation              check every result (adds a Validation column)\n"
+          "      --fresh                   write the send buffer before every call, untimed, as an\n"
+          "                                application does (OSU leaves it unchanged: the other\n"
+          "                                rank may then find it in its cache from the last call)\n"
           "  -a, --algorithms LIST|all     comma-separated algorithms (below; default auto);\n"
           "                                all = every one, measured interleaved; memcpy =\n"
           "                                the floor: every rank copies input to output at once\n"
@@ -258,7 +261,7 @@ static void parse_algorithms(const char *arg, options *o)
 void parse_options(int argc, char **argv, options *o)
 {
     enum { OPT_ITER_LARGE = 256, OPT_WARMUP_LARGE, OPT_OP, OPT_REDUCE, OPT_SCAN, OPT_EXSCAN, OPT_REDUCE_SCATTER_BLOCK, OPT_REDUCE_SCATTER, OPT_TIME_LIMIT, OPT_MPI_SYMBOL,
-           OPT_LIST_ALGORITHMS, OPT_OVERHEAD, OPT_LIVE_COMMS };
+           OPT_LIST_ALGORITHMS, OPT_OVERHEAD, OPT_LIVE_COMMS, OPT_FRESH };
     static const struct option longopts[] = {
         { "message-size", required_argument, 0, 'm' },
         { "iterations", required_argument, 0, 'i' },
@@ -280,6 +283,7 @@ void parse_options(int argc, char **argv, options *o)
         { "list-algorithms", no_argument, 0, OPT_LIST_ALGORITHMS },
         { "overhead", no_argument, 0, OPT_OVERHEAD },
         { "live-comms", required_argument, 0, OPT_LIVE_COMMS },
+        { "fresh", no_argument, 0, OPT_FRESH },
         { "json", no_argument, 0, 'j' },
         { "help", no_argument, 0, 'h' },
         { 0, 0, 0, 0 },
@@ -329,6 +333,7 @@ void parse_options(int argc, char **argv, options *o)
         case OPT_MPI_SYMBOL: o->mpi_symbol = 1; break;
         case OPT_LIST_ALGORITHMS: list = 1; break;
         case OPT_OVERHEAD: o->overhead = 1; break;
+        case OPT_FRESH: o->fresh = 1; break;
         case OPT_LIVE_COMMS:
             if (parse_int(optarg, 0, 100000, &v))
                 fail(1, "bad --live-comms '%s' (expected an integer from 0 to 100000)", optarg);

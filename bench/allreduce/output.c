@@ -37,6 +37,8 @@ void print_table_header(const options *o)
 {
     printf("# OSU MPI %s Latency Test (mpiopt-allreduce, %d ranks)\n", label(o), nranks);
     printf("# Datatype: %s.\n", o->type->mpi_name);
+    printf("# Send buffer: %s.\n", o->fresh ? "written before every call (--fresh, as applications)"
+                                            : "unchanged between calls (OSU's way)");
     if (o->op->op != MPI_SUM)
         printf("# Op: %s.\n", o->op->mpi_name);
     if (o->ncolumns == 1) {
@@ -138,8 +140,9 @@ void print_json_header(const options *o)
     version[strcspn(version, "\n")] = 0;  /* MPICH prints pages of configure options */
     printf("{\"benchmark\": \"mpiopt-allreduce\", \"operation\": \"%s\", \"ranks\": %d, "
            "\"live_comms\": %d, ", operation_name(o), nranks, o->live_comms);
-    printf("\"datatype\": \"%s\", \"op\": \"%s\", \"validation\": %s, \"mpi_library\": ",
-           o->type->mpi_name, o->op->mpi_name, o->validate ? "true" : "false");
+    printf("\"datatype\": \"%s\", \"op\": \"%s\", \"validation\": %s, \"fresh\": %s, "
+           "\"mpi_library\": ", o->type->mpi_name, o->op->mpi_name,
+           o->validate ? "true" : "false", o->fresh ? "true" : "false");
     print_json_string(version);
     printf(", \"algorithms\": [");
     for (int c = 0; c < o->ncolumns; c++)

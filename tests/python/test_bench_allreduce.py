@@ -418,3 +418,24 @@ def test_the_table_says_what_autos_trials_kept(tmp_path):
     names = {short.get(a, a) for a in ("shared_memory", "recursive_doubling", "rabenseifner", "vendor")}
     assert any(n in rows["5K"] for n in names) and any(n in rows["8K"] for n in names), rows
     assert not any(n in rows["1K"].split("│")[-2] for n in names), rows["1K"]
+
+
+@needs_build
+def test_fresh_inputs_before_every_call_and_every_table_says_which(tmp_path):
+    """--fresh writes the send buffer before every call, untimed (new values each iteration: the
+    validated results are checked against them), as an application computes its inputs; the OSU
+    table's header, the JSON and the people's table name the mode, and OSU's stays the default."""
+    r = bench(FLAVOURS[0], 2, "-m", "64,65536", "-i", "3", "-x", "1", "--fresh", "-c",
+              "-a", "vendor,auto")
+    assert r.returncode == 0, r.stderr
+    assert "# Send buffer: written before every call (--fresh, as applications)." in r.stdout
+    assert [row[-1] for row in table_rows(r.stdout)] == ["Pass", "Pass"], r.stdout
+    r = bench(FLAVOURS[0], 2, "-m", "64", "-i", "2", "-x", "0")
+    assert "# Send buffer: unchanged between calls (OSU's way)." in r.stdout
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "64,64K",
+               "--fresh", "--iterations", "3", "--iterations-large", "3", "--warmup", "0",
+               "--no-overhead", "--operations", "allreduce", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "a fresh send buffer each call (--fresh)" in r.stdout
+    doc = json.loads((tmp_path / "allreduce.json").read_text())
+    assert all(run["fresh"] is True for run in (doc if isinstance(doc, list) else [doc]))

@@ -39,6 +39,8 @@ EXAMPLE = """examples:
   mpiopt bench allreduce --nonblocking            MPI_Iallreduce overlap (OSU method), p = 2, 1K..1M
   mpiopt bench allreduce -np 2 --mpi build/mpis/impi --mpi /opt/openmpi-5   against installed MPIs
   mpiopt bench allreduce -np 2 --repeat 5        medians of 5 interleaved runs (a noisy machine)
+  mpiopt bench allreduce -np 2 --fresh --sizes 64K:1M   inputs written before every call, as
+                                                  applications do (OSU leaves them unchanged)
 """
 
 BENCH_BINARY = "mpiopt-allreduce"
@@ -120,7 +122,7 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", operation: str = "allreduce",
             validate: bool = False, time_limit: float = 0, timeout: float = 900,
-            env: dict | None = None, live_comms: int = 0) -> dict:
+            env: dict | None = None, live_comms: int = 0, fresh: bool = False) -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results"); `env`: the
     ranks' environment (default this process's)."""
     argv = [mpi.binary(flavour, BENCH_BINARY), "-m", ",".join(map(str, sorted(sizes))),
@@ -135,6 +137,8 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--" + operation.replace("_", "-"))
     if validate:
         argv.append("-c")
+    if fresh:
+        argv.append("--fresh")
     # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/select/measured.c)
     env = dict(os.environ if env is None else env, MPIOPT_VERBOSE="1")
     doc, stderr = run_json(flavour, np, argv, BENCH_BINARY, timeout, env, with_stderr=True)
@@ -280,6 +284,9 @@ def add_arguments(p) -> None:
     p.add_argument("--no-overhead", action="store_true",
                    help="skip the hand-off overhead measurement (mpiopt-allreduce --overhead)")
     p.add_argument("--validate", action="store_true", help="also check every result (-c)")
+    p.add_argument("--fresh", action="store_true",
+                   help="write the send buffer before every call (untimed), as an application "
+                        "computes its inputs; default OSU's way, the buffer unchanged between calls")
     p.add_argument("--live-comms", type=int, default=0, metavar="N",
                    help="measure on a communicator made after N others are alive, each used by an "
                    "8-byte and a 64 KiB allreduce (what the node's budgets leave it; default 0: "
@@ -432,7 +439,8 @@ def run(args) -> int:
                                           args.iterations, args.warmup,
                                           args.iterations_large, args.warmup_large, args.type, args.op,
                                           operation, args.validate, args.time_limit,
-                                          live_comms=getattr(args, "live_comms", 0))
+                                          live_comms=getattr(args, "live_comms", 0),
+                                          fresh=getattr(args, "fresh", False))
                             doc["oversubscribed"] = oversubscribed(np)
                             doc["cores"] = os.cpu_count() or 1
                             runs.setdefault((flavour, operation, np), []).append(doc)
@@ -499,9 +507,11 @@ def print_table(console, doc: dict) -> None:
                 f"own ratio)") + note
     if doc.get("live_comms"):
         note = f"; on a communicator made after {doc['live_comms']} others alive" + note
+    inputs = ("a fresh send buffer each call (--fresh)" if doc.get("fresh")
+              else "the send buffer unchanged between calls (OSU's way)")
     table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
                   f"latency (us), OSU's figure: every rank's mean averaged over the ranks, a barrier "
-                  f"before each call{note}", title_justify="left")
+                  f"before each call, {inputs}{note}", title_justify="left")
     table.add_column("bytes", justify="right")
     for alg in columns:
         table.add_column(short.get(alg, alg), justify="right")
