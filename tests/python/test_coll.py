@@ -409,6 +409,43 @@ def test_shared_memory_tree_knobs():
         [("16", "8", "8,2")]
 
 
+# Half the ranks see a described node (L3s of one core, NUMA nodes of two: node groups 2, radix
+# 2,2 at p = 4), the others this machine (none: radix 4: one level), as different HWLOC_* settings or cpusets
+# between ranks would make them: built from each rank's own view the trees differ, and a rank
+# waits on a line no other writes (hang) or reads a partial that is not its child's
+DIFFERENT_VIEWS = """#!/bin/sh
+rank=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}
+if [ "$rank" -lt "$HALF" ]; then export HWLOC_SYNTHETIC="package:2 numa:2 l3:2 core:1 pu:1"; fi
+exec "$@"
+"""
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_ranks_that_see_different_nodes_agree_on_one_tree(flavour, tmp_path):
+    """Ranks with different views of the node build one tree: tree.c's agreement finds the views
+    differ, MPIOPT_VERBOSE says so, and every rank takes the tree without node groups; the bits are
+    recursive doubling's. The same with a different MPIOPT_SHM_TREE_RADIX on one rank."""
+    require_build(flavour)
+    wrapper = tmp_path / "views.sh"
+    wrapper.write_text(DIFFERENT_VIEWS)
+    wrapper.chmod(0o755)
+    exe = mpi.binary(flavour, "test-same_bits")
+    for extra in ({}, {"MPIOPT_SHM_TREE_RADIX": "8"}):
+        env = dict(os.environ, MPIOPT_SHM_TREE="1", MPIOPT_VERBOSE="1", HALF="2", **extra)
+        if extra:   # the radix on ranks 0-1 only, every rank seeing this machine
+            env["HALF"] = "0"
+            wrapper.write_text(DIFFERENT_VIEWS.replace(
+                'export HWLOC_SYNTHETIC="package:2 numa:2 l3:2 core:1 pu:1"',
+                "unset MPIOPT_SHM_TREE_RADIX").replace('-lt "$HALF"', '-ge 2'))
+        r = mpi.run(flavour, 4, [str(wrapper), exe, "shared_memory", "recursive_doubling", "small"],
+                    timeout=120, env=env)
+        assert re.search(r"^same_bits: 10 checks, 0 differ$", r.stdout, re.M), \
+            r.stdout[-2000:] + r.stderr[-2000:]
+        assert "the ranks see different node shapes" in r.stderr, r.stderr[-2000:]
+        # the agreed tree: no node groups, the smallest radix (4, the default)
+        assert TREE_LINE.findall(r.stderr) == [("4", "none", "4")], r.stderr[-2000:]
+
+
 # ---- auto's measured choice (src/coll/select/measured.c) ----
 
 MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), chose (\w+)$", re.M)

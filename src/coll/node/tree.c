@@ -192,11 +192,45 @@ static void say_shape(const mpiopt_coll *c, const shm_tree *t, const int *groups
     fprintf(stderr, "%s\n", text);
 }
 
-/* The tree of c's ranks (collective: the topology's allgather). */
+/* Every rank must build the same tree, or one waits on a line no other rank writes: the shape
+ * comes from each rank's own view (its hwloc topology, which HWLOC_SYNTHETIC, HWLOC_XMLFILE or a
+ * cpuset can make differ between ranks; its MPIOPT_SHM_TREE_RADIX). One allreduce of the view and
+ * its negation (MPI_MIN of both: the least and the greatest) finds whether all ranks agree; where
+ * they do not, every rank takes the same fallback: no node groups and the smallest radix, and
+ * MPIOPT_VERBOSE says so. Returns the groups' count and sets *radix. */
+static int agreed_shape(const mpiopt_coll *c, int *groups, int ngroups, int *radix)
+{
+    enum { N = MPIOPT_TOPOLOGY_MAX_GROUPS + 2 };
+    int mine[2 * N] = {0}, all[2 * N];
+    mine[0] = ngroups;
+    mine[1] = *radix;
+    for (int i = 0; i < ngroups; i++)
+        mine[2 + i] = groups[i];
+    for (int i = 0; i < N; i++)
+        mine[N + i] = -mine[i];
+    if (PMPI_Allreduce(mine, all, 2 * N, MPI_INT, MPI_MIN, c->user_comm) != MPI_SUCCESS) {
+        *radix = 2;     /* no agreement to be had: the plainest tree */
+        return 0;
+    }
+    int same = 1;
+    for (int i = 0; i < N; i++)
+        same &= all[i] == -all[N + i];
+    if (same)
+        return ngroups;
+    *radix = all[1];
+    if (c->rank == 0 && mpiopt_verbose())
+        fprintf(stderr, "mpiopt: shared_memory tree on %d ranks: the ranks see different node "
+                "shapes (node groups %d to %d levels, radix %d to %d: HWLOC_* or the cpusets "
+                "differ between ranks); every rank builds the tree without node groups, radix "
+                "%d\n", c->size, all[0], -all[N], all[1], -all[N + 1], all[1]);
+    return 0;
+}
+
+/* The tree of c's ranks (collective: the topology's allgather and the agreement). */
 static shm_tree *build(const mpiopt_coll *c)
 {
-    int groups[MPIOPT_TOPOLOGY_MAX_GROUPS];
-    int ngroups = mpiopt_node_topology_groups(c, groups);
+    int groups[MPIOPT_TOPOLOGY_MAX_GROUPS], radix = tree_radix;
+    int ngroups = agreed_shape(c, groups, mpiopt_node_topology_groups(c, groups), &radix);
     shm_tree *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
@@ -212,7 +246,7 @@ static shm_tree *build(const mpiopt_coll *c)
     t->span[0] = 1;
     for (int i = 1; i < nb; i++)
         for (int ratio = bound[i] / bound[i - 1]; ratio > 1 && t->levels < TREE_MAX_LEVELS;) {
-            int r = ratio < tree_radix ? ratio : tree_radix;
+            int r = ratio < radix ? ratio : radix;
             t->radix[t->levels] = r;
             t->span[t->levels + 1] = t->span[t->levels] * r;
             t->max_radix = r > t->max_radix ? r : t->max_radix;
