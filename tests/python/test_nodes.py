@@ -351,9 +351,16 @@ def test_scan_checker_across_two_nodes(cluster2, flavour, algorithm):
     the rank-order reference, every call mpiopt's, with each algorithm forced and auto; the
     nonblocking forms are recursive doubling's schedules whatever the blocking ones take.
     Shared memory forced across nodes: the report names it, the calls run recursive doubling's
-    messages (shared_memory.c's fallback where the ranks share no node)."""
+    messages (shared_memory.c's fallback where the ranks share no node), and its line says so
+    (and so does auto's, which takes shared memory for blocking scans up to 8 ranks)."""
     env = {} if algorithm == "auto" else {"MPIOPT_SCAN": algorithm, "MPIOPT_EXSCAN": algorithm}
-    _, rows = _plain_across_two_nodes(cluster2, flavour, "test-plain_scan", ["3001"], env)
+    out, rows = _plain_across_two_nodes(cluster2, flavour, "test-plain_scan", ["3001"], env)
+    if algorithm in ("auto", "shared_memory"):
+        m = re.search(r"^mpiopt: shared_memory ran message passing instead of shared memory for "
+                      r"(\d+) calls: ranks on more than one node (\d+)$", out, re.M)
+        # every blocking scan and exscan, and the checker's own small reduce where auto takes it
+        blocking_calls = sum(rows[k][0] for k in ("MPI_Scan", "MPI_Exscan"))
+        assert m and int(m.group(1)) == int(m.group(2)) >= blocking_calls, (out[-3000:], rows)
     blocking = ("MPI_Scan", "MPI_Exscan")
     _all_taken(rows, blocking, None if algorithm == "auto" else rf"^{algorithm} \d+$")
     _all_taken(rows, [k for k in SCAN_KINDS if k not in blocking], r"^recursive_doubling \d+$")

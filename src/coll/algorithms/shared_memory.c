@@ -297,6 +297,8 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     size_t per_piece = bytes <= BUFFER_BYTES ? count : BUFFER_BYTES / c->extent;
     node_window *w;
     int rc;
+    if (c->record)     /* a schedule records messages: the fallback, and the report says so */
+        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
     if (c->record || per_piece == 0 || c->size < 2)
         return MPI_SUCCESS;
     if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
@@ -412,6 +414,8 @@ int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, const s
     int rc;
     size_t per_piece = BUFFER_BYTES / c->extent;
     size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
+    if (c->record)
+        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
     if (c->record || c->size < 2 || per_piece == 0)
         return MPI_SUCCESS;
     if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
@@ -496,6 +500,8 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
     node_window *w;
     int rc, last = c->rank == c->size - 1;
     size_t e = c->extent, per_piece = BUFFER_BYTES / e;
+    if (c->record)
+        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
     if (c->record || c->size < 2 || per_piece == 0)
         return MPI_SUCCESS;
     if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)

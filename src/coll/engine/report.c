@@ -45,6 +45,8 @@ static const char *const node_reasons[MPIOPT_NODE_REASONS] = {
     [MPIOPT_NODE_BUDGET] = "shared-memory budget spent",
     [MPIOPT_NODE_NO_ROOM] = "no room in /dev/shm",
     [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it",
+    [MPIOPT_NODE_SPANS_NODES] = "ranks on more than one node",
+    [MPIOPT_NODE_SCHEDULE] = "nonblocking or persistent (a schedule of messages)",
 };
 
 __attribute__((constructor)) static void read_setting(void)

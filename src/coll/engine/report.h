@@ -72,6 +72,8 @@ typedef enum {
     MPIOPT_NODE_BUDGET,         /* the node's shared-memory budget is spent */
     MPIOPT_NODE_NO_ROOM,        /* /dev/shm has no room for it */
     MPIOPT_NODE_ALLOC_FAILED,   /* the MPI could not allocate the window */
+    MPIOPT_NODE_SPANS_NODES,    /* the communicator's ranks are on more than one node */
+    MPIOPT_NODE_SCHEDULE,       /* a nonblocking or persistent call: a schedule of messages */
     MPIOPT_NODE_REASONS
 } mpiopt_node_reason;
 

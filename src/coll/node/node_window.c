@@ -261,7 +261,9 @@ static const char *const cannot_why[] = {
     [MPIOPT_NODE_NO_CONTEXT_ID] = "no context id: MPIOPT_SHM_COMMS communicators have windows",
     [MPIOPT_NODE_BUDGET] = "shared-memory budget spent",
     [MPIOPT_NODE_NO_ROOM] = "no room in " SHM_DIRECTORY,
-    [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it"};
+    [MPIOPT_NODE_ALLOC_FAILED] = "the MPI could not allocate it",
+    [MPIOPT_NODE_SPANS_NODES] = "the ranks are on more than one node",
+    [MPIOPT_NODE_SCHEDULE] = "a schedule of messages"};
 
 /* w gets no window (every rank of c comes here alike): why, said under MPIOPT_VERBOSE. */
 static void no_window(const mpiopt_coll *c, node_window *w, int why)
@@ -313,6 +315,8 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
         w->why_unusable = MPIOPT_NODE_NO_CONTEXT_ID;
     rc = MPI_SUCCESS;
     w->usable = node_size == c->size;
+    if (node_size > 0 && !w->usable)
+        w->why_unusable = MPIOPT_NODE_SPANS_NODES;     /* the report names the path taken */
     if (w->usable) {
         pthread_mutex_lock(&live_lock);
         int windows = windows_here;
