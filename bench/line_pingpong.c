@@ -3,13 +3,22 @@
  * other's number on a line of its own and answers with the next one, as the shared-memory
  * paths' flags do (a store-release of a number, spinning loads-acquire on it). One round trip
  * is two handovers; the figure is the median over --rounds batches of a round trip / 2.
+ *
+ * --bulk SIZES: the cross-core floor of a two-rank allreduce of each size (issue 68). Each rank
+ * needs half the other's input and half the result it computes: n bytes that another core has
+ * just written cross to this one, whatever the algorithm. Here both processes write n bytes of
+ * their own (fresh, as an application writes its send buffer), meet, and then each copies the
+ * other's n bytes into a buffer of its own at once; a call's time is the slower one's copy, the
+ * figure the median over the iterations. No allreduce can move less between the two cores.
  * Plain C, no MPI (built as bin/mpiopt-line-pingpong with the other benchmarks).
- * usage: mpiopt-line-pingpong [ROUNDS (default 20)] [TRIPS a round (default 200000)] */
+ * usage: mpiopt-line-pingpong [ROUNDS (default 20)] [TRIPS a round (default 200000)]
+ *        mpiopt-line-pingpong --bulk SIZE[,SIZE...] [ITERATIONS (default 200)] */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,17 +52,118 @@ static int compare(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* --bulk: the shared part (two flags a side, each on its own line; both sides' data), then the
+ * child's times for the parent to combine */
+typedef struct {
+    _Alignas(64) uint64_t ready[2];     /* [side]: written by that side only */
+    _Alignas(64) uint64_t done[2];
+} bulk_flags;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* One side's iterations at n bytes: write its own data, meet, copy the other's, meet again
+ * (the other may then write its data anew). Its copy times go to times[]. */
+static void bulk_side(int side, bulk_flags *f, char *const data[2], char *mine, size_t n,
+                      int iterations, uint64_t *step, double *times)
+{
+    for (int it = 0; it < iterations; it++) {
+        uint64_t k = ++*step;
+        memset(data[side], (int)(k * 2 + (uint64_t)side) & 0xff, n);
+        __atomic_store_n(&f->ready[side], k, __ATOMIC_RELEASE);
+        wait_for(&f->ready[1 - side], k);
+        double t0 = now();
+        memcpy(mine, data[1 - side], n);
+        times[it] = now() - t0;
+        __asm__ volatile("" : : "r"(mine) : "memory");   /* the copy is kept */
+        __atomic_store_n(&f->done[side], k, __ATOMIC_RELEASE);
+        wait_for(&f->done[1 - side], k);
+    }
+}
+
+static int bulk(const char *list, int iterations)
+{
+    size_t sizes[64], nsizes = 0, max = 0;
+    for (const char *p = list; *p && nsizes < 64;) {
+        char *end;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || v == 0 || v > (1ull << 30) || (*end && *end != ',')) {
+            fprintf(stderr, "mpiopt-line-pingpong: bad --bulk size list '%s' (bytes, 1 B-1 GiB, "
+                    "comma-separated)\n", list);
+            return 2;
+        }
+        sizes[nsizes++] = (size_t)v;
+        max = v > max ? (size_t)v : max;
+        p = *end ? end + 1 : end;
+    }
+    size_t shared = sizeof(bulk_flags) + 2 * max + sizeof(double) * (size_t)iterations;
+    char *base = mmap(NULL, shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    bulk_flags *f = (bulk_flags *)base;
+    char *data[2] = {base + sizeof *f, base + sizeof *f + max};
+    double *child_times = (double *)(base + sizeof *f + 2 * max);
+    char *mine = malloc(max);
+    double *times = malloc(sizeof(double) * (size_t)iterations);
+    if (!mine || !times)
+        return 1;
+    memset(mine, 0, max);
+    uint64_t step = 0;
+    pid_t child = fork();
+    if (child == 0) {
+        pin(1);
+        for (size_t s = 0; s < nsizes; s++) {
+            bulk_side(1, f, data, mine, sizes[s], iterations, &step, child_times);
+            /* the times are the parent's to read once it has met this size's last step */
+            __atomic_store_n(&f->ready[1], ++step, __ATOMIC_RELEASE);
+            wait_for(&f->ready[0], step);
+        }
+        _exit(0);
+    }
+    pin(0);
+    printf("{\"bulk\": [");
+    for (size_t s = 0; s < nsizes; s++) {
+        bulk_side(0, f, data, mine, sizes[s], iterations, &step, times);
+        wait_for(&f->ready[1], ++step);
+        for (int it = 0; it < iterations; it++)    /* a call takes the slower side's time */
+            times[it] = child_times[it] > times[it] ? child_times[it] : times[it];
+        __atomic_store_n(&f->ready[0], step, __ATOMIC_RELEASE);
+        qsort(times, (size_t)iterations, sizeof *times, compare);
+        printf("%s{\"bytes\": %zu, \"seconds\": %.6e, \"min_seconds\": %.6e}", s ? ", " : "",
+               sizes[s], times[iterations / 2], times[0]);
+    }
+    printf("], \"iterations\": %d}\n", iterations);
+    waitpid(child, NULL, 0);
+    free(mine);
+    free(times);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+        fprintf(stderr, "mpiopt-line-pingpong: needs 2 cores\n");
+        return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "--bulk") == 0) {
+        int iterations = argc > 3 ? atoi(argv[3]) : 200;
+        if (argc < 3 || iterations < 1 || iterations > 1000000) {
+            fprintf(stderr, "usage: mpiopt-line-pingpong --bulk SIZE[,SIZE...] [ITERATIONS]\n");
+            return 2;
+        }
+        return bulk(argv[2], iterations);
+    }
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
     long trips = argc > 2 ? atol(argv[2]) : 200000;
     if (rounds < 1 || rounds > 1000 || trips < 1) {
         fprintf(stderr, "usage: mpiopt-line-pingpong [ROUNDS 1-1000] [TRIPS >= 1]\n");
         return 2;
-    }
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        fprintf(stderr, "mpiopt-line-pingpong: needs 2 cores\n");
-        return 1;
     }
     lines *l = mmap(NULL, sizeof *l, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (l == MAP_FAILED) {

@@ -439,3 +439,27 @@ def test_fresh_inputs_before_every_call_and_every_table_says_which(tmp_path):
     assert "a fresh send buffer each call (--fresh)" in r.stdout
     doc = json.loads((tmp_path / "allreduce.json").read_text())
     assert all(run["fresh"] is True for run in (doc if isinstance(doc, list) else [doc]))
+
+
+@needs_build
+def test_the_cross_core_floor_is_measured_for_two_rank_allreduces(tmp_path):
+    """mpiopt-line-pingpong --bulk: both cores copy at once n bytes the other just wrote (the
+    slower copy's median); `mpiopt bench allreduce -np 2` puts it beside each allreduce as X/xfer,
+    from 1 KiB, and in the JSON; a bad size list is refused with a message."""
+    exe = mpi.binary(FLAVOURS[0], "mpiopt-line-pingpong")
+    r = subprocess.run([str(exe), "--bulk", "4096,65536", "5"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["bulk"]
+    assert [x["bytes"] for x in rows] == [4096, 65536]
+    assert all(0 < x["min_seconds"] <= x["seconds"] for x in rows)
+    bad = subprocess.run([str(exe), "--bulk", "4096,x"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "bad --bulk size list" in bad.stderr and not bad.stdout
+    r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8,4K",
+               "--algorithms", "vendor,auto", "--iterations", "3", "--warmup", "0",
+               "--no-overhead", "--operations", "allreduce", "--results", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "auto/xfer" in r.stdout and "xfer: both cores copying at once" in r.stdout
+    doc = json.loads((tmp_path / "allreduce.json").read_text())
+    floor = doc[0]["cross_core_floor_us"]
+    assert list(floor) == ["4096"] and floor["4096"] > 0    # 8 B: below 1 KiB, none
