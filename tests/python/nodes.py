@@ -148,6 +148,58 @@ def _describe(pid: int) -> str:
         return f"{pid} (gone)"
 
 
+# the launchers' own processes (Hydra's, Open MPI's), which map MPI libraries too
+LAUNCHER_COMMS = re.compile(r"^(mpirun|mpiexec|hydra_|orted|orterun|prte|prted|sh|bash|python)")
+
+
+def _is_mpi_program(pid: int) -> bool:
+    """Whether the process is a rank: it maps an MPI library and is no launcher, proxy or shell."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except (OSError, ValueError):
+        return False
+    return not LAUNCHER_COMMS.match(comm) and bool(re.search(r"/lib(mpi|mpich)\.so", maps))
+
+
+def stacks(pid: int) -> str:
+    """Every thread's stack of process pid (gdb, attached for a moment), or why not."""
+    try:
+        r = subprocess.run(["gdb", "-p", str(pid), "-batch", "-nx", "-ex", "thread apply all bt"],
+                           capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"(no stack: {e})"
+    return "\n".join(line for line in r.stdout.splitlines() if line.startswith(("#", "Thread")))
+
+
+def stack_summary(hang_stacks: dict[str, str]) -> str:
+    """Each stuck rank's main thread's frames by function name, innermost first: a line for the
+    hang's warning (gdb lists the threads last first: the main one is "Thread 1")."""
+    out = []
+    for who, text in hang_stacks.items():
+        threads = re.split(r"^(?=Thread )", text, flags=re.M)
+        main = next((t for t in threads if t.startswith("Thread 1 ")), threads[0])
+        names = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\S+) \(", main, re.M)
+        out.append(f"{who.split(' state')[0]}: {' < '.join(names[:8])}")
+    return "; ".join(out)
+
+
+def finalize_hang_is_the_vendors(hang_stacks: dict[str, str]) -> tuple[bool, str]:
+    """Whether the stuck ranks are where MPICH 4.0.2's finalize hang leaves them: inside the
+    vendor's MPI_Finalize (PMPI_Finalize / MPIR/MPID finalize frames: its PMI barrier, the UCX
+    close) and nowhere in libmpiopt, whose own work at MPI_Finalize (its windows, its report)
+    runs inside it too. (False, why) otherwise: a hang of mpiopt's, or one nobody looked at."""
+    if not hang_stacks:
+        return False, "no stuck MPI process was looked at"
+    for who, text in hang_stacks.items():
+        if "libmpiopt" in text or re.search(r"\bmpiopt_\w+", text):
+            return False, f"{who} is stuck in libmpiopt:\n{text}"
+        if not re.search(r"\b(P?MPI_Finalize|MPI[RD]_Finalize|MPII_Finalize)\b", text, re.I):
+            return False, f"{who} is not in MPI_Finalize:\n{text}"
+    return True, ""
+
+
 def _kill_in_namespace(inode: int, ns: str = "net", keep: set[int] = frozenset()) -> list[int]:
     """SIGKILL every process whose `ns` namespace is `inode`, but `keep`; the pids killed."""
     killed = []
@@ -222,6 +274,8 @@ class JobResult:
     finalize_hang: str | None = None
     timed_out: bool = False
     leftovers: list[str] = dataclasses.field(default_factory=list)
+    # with finalize_hang: each stuck MPI process ("node: pid (comm)") and its threads' stacks
+    hang_stacks: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -522,7 +576,7 @@ exec nsenter -t "$pid" --uts --net --ipc --mount -- env -i HOME="${{HOME:-/root}
         for t in readers:
             t.start()
         done_at = None
-        hang, timed_out = None, False
+        hang, timed_out, hang_stacks = None, False, {}
         while proc.poll() is None:
             now = time.monotonic()
             if seen.is_set() and done_at is None:
@@ -531,6 +585,9 @@ exec nsenter -t "$pid" --uts --net --ipc --mount -- env -i HOME="${{HOME:-/root}
                 left = [f"{n.name}: {_describe(p)}" for n in self.nodes for p in self.processes(n)]
                 hang = (f"did not end {grace:.0f} s after its results were complete; processes "
                         f"left: " + "; ".join(left))
+                # where the ranks are stuck: the vendor's known hang, or something else
+                hang_stacks = {f"{n.name}: {_describe(p)}": stacks(p) for n in self.nodes
+                               for p in self.processes(n) if _is_mpi_program(p)}
                 break
             if now - start > timeout:
                 timed_out = True
@@ -551,7 +608,7 @@ exec nsenter -t "$pid" --uts --net --ipc --mount -- env -i HOME="${{HOME:-/root}
         leftovers = self.end_jobs()
         return JobResult(full, proc.returncode if not (hang or timed_out) else None,
                          "".join(chunks["out"]), "".join(chunks["err"]), time.monotonic() - start,
-                         hang, timed_out, leftovers)
+                         hang, timed_out, leftovers, hang_stacks)
 
     def mpirun(self, flavour: str, np: int, ppn: int, argv, env=None, export=(), **kw) -> JobResult:
         """An MPI program on the nodes: launcher(flavour, np, ppn) + argv, run on the first node

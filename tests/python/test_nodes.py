@@ -124,7 +124,11 @@ def finished(r: nodes.JobResult, flavour: str, done: str, statuses=(0,)) -> str:
     assert re.search(done, r.stdout, re.M), f"the job never printed {done!r}{tail}"
     if r.finalize_hang:
         assert flavour == "mpich", f"{flavour}: the job {r.finalize_hang}{tail}"
-        msg = f"{nodes.MPICH_FINALIZE_HANG}: the job {r.finalize_hang}"
+        # the vendor's only where its ranks are where that bug leaves them (not in libmpiopt)
+        vendors, why = nodes.finalize_hang_is_the_vendors(r.hang_stacks)
+        assert vendors, f"the job {r.finalize_hang}, not as MPICH's known hang: {why}{tail}"
+        msg = (f"{nodes.MPICH_FINALIZE_HANG}: the job {r.finalize_hang}; stacks: "
+               f"{nodes.stack_summary(r.hang_stacks)}")
         warnings.warn(KnownVendorBug(msg))
         HANG_LOG.parent.mkdir(exist_ok=True)
         with HANG_LOG.open("a") as f:
@@ -515,3 +519,22 @@ def test_a_killed_owners_cluster_is_swept(tmp_path):
     finally:
         c.stop()
     assert not c.remaining()
+
+
+def test_a_finalize_hang_is_the_vendors_only_where_its_ranks_are_in_the_vendors_finalize():
+    """The rule finished() files MPICH's known hang by: every stuck rank inside MPI_Finalize's
+    vendor frames, none in libmpiopt (whose work at MPI_Finalize runs inside it)."""
+    vendor = ("Thread 1 (Thread 0x7f (LWP 5285) \"test-plain_node\"):\n"
+              "#0  0x7f in ucp_worker_progress () from /lib/x86_64-linux-gnu/libucp.so.0\n"
+              "#1  0x7f in MPIDI_UCX_progress () from /lib/x86_64-linux-gnu/libmpich.so.12\n"
+              "#2  0x7f in MPIR_Finalize () from /lib/x86_64-linux-gnu/libmpich.so.12\n"
+              "#3  0x7f in PMPI_Finalize () from /lib/x86_64-linux-gnu/libmpich.so.12\n"
+              "#4  0x55 in main ()")
+    ours = vendor.replace("#1  0x7f in MPIDI_UCX_progress () from /lib/x86_64-linux-gnu/libmpich.so.12",
+                          "#1  0x7f in mpiopt_shm_wait () from /work/build/mpich/lib/libmpiopt.so")
+    assert nodes.finalize_hang_is_the_vendors({"n1: 5285": vendor, "n2: 5290": vendor}) == (True, "")
+    ok, why = nodes.finalize_hang_is_the_vendors({"n1: 5285": vendor, "n2: 5290": ours})
+    assert not ok and "n2: 5290 is stuck in libmpiopt" in why
+    ok, why = nodes.finalize_hang_is_the_vendors({"n1: 5285": "#0  0x7f in MPI_Barrier ()\n#1  main ()"})
+    assert not ok and "not in MPI_Finalize" in why
+    assert not nodes.finalize_hang_is_the_vendors({})[0]
