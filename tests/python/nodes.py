@@ -597,11 +597,14 @@ exec nsenter -t "$pid" --uts --net --ipc --mount -- env -i HOME="${{HOME:-/root}
             jobs.end(proc)
         for t in readers:
             t.join(timeout=10)
-        if not (hang or timed_out):
-            # the launcher's end can come before the other nodes' last processes have gone: the
-            # agent's shell there waiting for its proxy to end (MPICH at 4 x 2 under load 10-12:
-            # sh with hydra_pmi_proxy a zombie, or still in R with no CPU time, as mpirun.mpich
-            # exited; 2 s was not always enough). What is still there after 5 s is left over.
+        # the launcher's end can come before the other nodes' last processes have gone: the
+        # agent's shell there waiting for its proxy to end (MPICH at 4 x 2 under load 10-12:
+        # sh with hydra_pmi_proxy a zombie, or still in R with no CPU time, as mpirun.mpich
+        # exited; 2 s was not always enough). What is still there after 5 s is left over. After
+        # a hang too, once the launcher is ended: its proxies go the same way (seen once the
+        # stacks were read, their ranks held by gdb a moment: two proxies and a shell still
+        # exiting at once)
+        if not timed_out:
             settle = time.monotonic() + 5
             while time.monotonic() < settle and any(self.processes(n) for n in self.nodes):
                 time.sleep(0.05)
