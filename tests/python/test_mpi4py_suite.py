@@ -107,7 +107,7 @@ def outcome(r) -> tuple[list[int], list[str], list[str]]:
     sorted over the ranks. Every rank of mpi4py's runner prints its summary and the launcher
     interleaves their lines ("OK" from one rank may come between another's "OK" and its
     " (skipped=70)"), so the parts are collected apart, each whole as one write makes it."""
-    ran = sorted(int(n) for n in re.findall(r"^Ran (\d+) tests? in ", r.stderr, re.M))
+    ran = sorted(int(n) for n in re.findall(r"Ran (\d+) tests? in ", r.stderr))
     verdicts = sorted(re.findall(r"\b(OK|FAILED)\b(?= \(|$|-)", r.stderr, re.M))
     counts = sorted(re.findall(r"\b((?:skipped|failures|errors|expected failures)=\d+)",
                                r.stderr))
