@@ -101,38 +101,6 @@ def floor_ratios(doc: dict, algorithm: str) -> dict[int, float]:
             if algorithm in rows and FLOOR in rows and rows[FLOOR][OSU_STAT] > 0}
 
 
-# The cross-core floor of a two-rank allreduce (bench/line_pingpong.c --bulk): both cores copy, at
-# once, n bytes the other has just written. Each rank of an allreduce needs half the other's
-# input and half the result the other computes, n bytes that cross between the cores whatever the
-# algorithm; the memcpy floor above moves nothing between them.
-CROSS_CORE = "xfer"
-CROSS_CORE_BINARY = "mpiopt-line-pingpong"
-CROSS_CORE_FROM_BYTES = 1024    # below, a call is its handovers' latency, not its bytes
-
-
-def measure_cross_core(flavour: str, sizes: list[int], iterations: int = 200) -> dict[str, float]:
-    """{bytes (as text, JSON's keys): microseconds} of the cross-core floor at each size from
-    CROSS_CORE_FROM_BYTES; empty on one core. Plain processes, no MPI."""
-    sizes = sorted({s for s in sizes if s >= CROSS_CORE_FROM_BYTES})
-    if not sizes or (os.cpu_count() or 1) < 2:
-        return {}
-    r = subprocess.run([str(mpi.binary(flavour, CROSS_CORE_BINARY)), "--bulk",
-                        ",".join(map(str, sizes)), str(iterations)],
-                       capture_output=True, text=True, timeout=600)
-    if r.returncode != 0:
-        raise RuntimeError(f"{CROSS_CORE_BINARY} --bulk failed: {r.stderr.strip()}")
-    return {str(x["bytes"]): x["seconds"] * 1e6 for x in json.loads(r.stdout)["bulk"]}
-
-
-def cross_core_ratios(doc: dict, algorithm: str) -> dict[int, float]:
-    """algorithm's time / the cross-core floor per size, on OSU's figure (2-rank allreduces that
-    carry the floor's figures)."""
-    floor = doc.get("cross_core_floor_us") or {}
-    return {size: rows[algorithm][OSU_STAT] / floor[str(size)]
-            for size, rows in sorted(by_size(doc).items())
-            if algorithm in rows and floor.get(str(size), 0) > 0}
-
-
 def choose_flavours(requested: str, binary: str = BENCH_BINARY) -> list[str]:
     """`all` -> every flavour whose libmpiopt and benchmark are built; `none` -> none; else that
     one, checked."""
@@ -444,7 +412,7 @@ def print_summary(console, summary: list[dict]) -> None:
 
 def run(args) -> int:
     from rich.console import Console
-    from . import allreduce_files   # it reads this module's tables: imported once this one is
+    from . import allreduce_files, allreduce_floor   # they read this module's tables: imported once it is
     from rich.progress import Progress
 
     flavours, ranks, sizes = _check_args(args)
@@ -494,17 +462,7 @@ def run(args) -> int:
     docs = [combine_repetitions(group) for group in runs.values()]
     if not docs:
         return 1
-    # two-rank allreduces: the cross-core floor at their sizes, measured once (no MPI)
-    pairs = [d for d in docs if d["operation"] == "allreduce" and d["ranks"] == 2]
-    if pairs:
-        built = [f for f in mpi.FLAVOURS if mpi.binary(f, CROSS_CORE_BINARY).exists()]
-        try:
-            floor = measure_cross_core(built[0], sizes) if built else {}
-        except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
-            floor = {}
-            failures.append(str(e))
-        for d in pairs:
-            d["cross_core_floor_us"] = floor
+    failures += allreduce_floor.add_cross_core_floor(docs, sizes)
 
     results = Path(args.results)
     results.mkdir(parents=True, exist_ok=True)
@@ -565,6 +523,7 @@ def print_table(console, doc: dict) -> None:
         table.add_column(f"slowest rank: vendor/auto{suffix}", justify="right")
     above_floor = {a: floor_ratios(doc, a) for a in ("vendor", "auto") if a in columns}
     above_floor = {f"{a}/floor": r for a, r in above_floor.items() if r}
+    from .allreduce_floor import CROSS_CORE, cross_core_legend, cross_core_ratios
     above_floor.update({f"{a}/{CROSS_CORE}": cross_core_ratios(doc, a)
                         for a in ("vendor", "auto") if a in columns and cross_core_ratios(doc, a)})
     for name in above_floor:
@@ -602,10 +561,7 @@ def print_table(console, doc: dict) -> None:
         console.print(f"floor: {FLOOR}, every rank copying its input to its output at once, the "
                       "memory traffic an allreduce cannot avoid; X/floor = how many times that X takes")
     if any(name.endswith(f"/{CROSS_CORE}") for name in above_floor):
-        console.print(f"{CROSS_CORE}: both cores copying at once n bytes the other has just written "
-                      f"({CROSS_CORE_BINARY} --bulk, from {size_label(CROSS_CORE_FROM_BYTES)}): what "
-                      "crosses between the cores in any 2-rank allreduce (half the peer's input, half "
-                      "its result); X/xfer = how many times that X takes (docs/benchmarks.md)")
+        console.print(cross_core_legend())
     if ratios and not over:
         verdict = "holds" if bar_holds(ratios) else "does NOT hold"
         console.print(f"bar (vendor/auto on OSU's figure >= {BAR_ANY}x at every size, median >= "
