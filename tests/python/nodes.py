@@ -121,6 +121,13 @@ def _environ(pid: int) -> dict:
     return out
 
 
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -149,7 +156,7 @@ def _describe(pid: int) -> str:
 
 
 # the launchers' own processes (Hydra's, Open MPI's), which map MPI libraries too
-LAUNCHER_COMMS = re.compile(r"^(mpirun|mpiexec|hydra_|orted|orterun|prte|prted|sh|bash|python)")
+LAUNCHER_COMMS = re.compile(r"^(mpirun|mpiexec|hydra_|orted|orterun|prte|prted|sh|bash|python|srun|salloc|sbatch|slurmstepd)")
 
 
 def _is_mpi_program(pid: int) -> bool:
@@ -289,6 +296,7 @@ class Cluster:
         self.tag, self.nodes, self.switch_pid, self.directory = tag, nodes, switch_pid, directory
         self.switch_inode = _ns_inode(switch_pid, "net")
         self._stopped = False
+        self.daemons: set[str] = set()
 
     # ---- making and ending ----------------------------------------------------------------
     @classmethod
@@ -481,9 +489,11 @@ exec nsenter -t "$pid" --uts --net --ipc --mount -- env -i HOME="${{HOME:-/root}
         return [n.name for n in self.nodes]
 
     def processes(self, node: Node) -> list[int]:
-        """The processes in the node other than its holder (a job's, still there)."""
+        """The processes in the node other than its holder and its daemons (self.daemons: the
+        names of the processes a service on the nodes keeps there, slurm_nodes.py's): a job's,
+        still there."""
         return [p for p in _pids() if p != node.pid and _ns_inode(p, "net") == node.inodes["net"]
-                and _alive(p) and MARK not in _environ(p)]
+                and _alive(p) and MARK not in _environ(p) and _comm(p) not in self.daemons]
 
     def end_jobs(self) -> list[str]:
         """Kills whatever runs in the nodes but the holders; what it found, per node."""
@@ -649,6 +659,8 @@ def _main(argv=None) -> int:
     up = sub.add_parser("up", help="start N nodes n1..nN (they stay up until `down`)")
     up.add_argument("n", type=int)
     up.add_argument("--tag", help="the cluster's name (default: made up)")
+    up.add_argument("--slurm", action="store_true", help="and a Slurm on them: slurmctld on n1, "
+                    "slurmd and munged on every node (slurm_nodes.py, docs/nodes.md)")
     run = sub.add_parser("run", help="run an MPI program across the nodes (from n1)")
     run.add_argument("--flavour", default="openmpi", choices=["openmpi", "mpich"])
     run.add_argument("-np", type=int, required=True)
@@ -673,6 +685,15 @@ def _main(argv=None) -> int:
     try:
         if a.what == "up":
             c = Cluster.start(a.n, a.tag, persistent=True)
+            if a.slurm:
+                import slurm_nodes
+                try:
+                    slurm_nodes.Slurm.start(c)
+                except BaseException:
+                    c.stop()
+                    raise
+                print(f"slurm: slurmctld on {c.hosts[0]}, slurmd and munged on every node; "
+                      f"`nodes.py exec {c.hosts[0]} -- sinfo`")
             for n in c.nodes:
                 print(f"{n.name}\t{n.address}\tholder pid {n.pid}")
             print(f"cluster {c.tag}: agent {c.agent}; hosts {','.join(c.hosts)}")
