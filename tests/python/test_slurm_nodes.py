@@ -262,3 +262,31 @@ def test_srun_four_nodes(slurm4, flavour):
     check_probe(out, {r: f"n{r // 2 + 1}" for r in range(8)}, 2)
     calls, by_mpiopt, _, details = nodes_report(out)["MPI_Allreduce"]
     assert by_mpiopt == calls and details == f"hierarchical {calls}"
+
+
+def test_mpiopt_advise_in_salloc_places_on_the_allocations_nodes(slurm2, tmp_path):
+    """`mpiopt advise` inside `salloc -N 2 -n 4` (Open MPI), no --hosts: its runs go through srun,
+    and its placement step runs the order it found on the allocation's nodes (not a simulation
+    of one node), its output checked against the program as it is; the SLURM_HOSTFILE it wrote
+    puts the ranks where that order says."""
+    require_build("openmpi")
+    cluster, slurm = slurm2
+    exe = tmp_path / "halo2d"
+    subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
+                   check=True)
+    out_dir = tmp_path / "advice"
+    r = job(cluster, slurm, ["salloc", "-N", "2", "-n", "4",
+                             *_mpiopt("advise", "--json", "--no-plots", "--repeat", 1, "-np", 4,
+                                      "--check", r"checksum=\S+", "-o", out_dir, "--", exe, 2, 2,
+                                      20, 4096)], "openmpi", None, _env(), timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    data = json.loads(r.stdout[r.stdout.index("{"):])
+    pl = data["placement"]
+    assert pl["how"] == "run with the order on the Slurm allocation's nodes", pl
+    step = next(s for s in data["steps"] if s["name"] == "placement")
+    assert step["status"] == "ran" and step["check"]["ok"] is True, step
+    hostfile = (out_dir / "runs" / "placement-0" / "slurm_hostfile").read_text().split()
+    want = [None] * 4
+    for i, rank in enumerate(pl["order"]):
+        want[rank] = ("n1", "n2")[i // 2]
+    assert hostfile == want, (hostfile, pl["order"])

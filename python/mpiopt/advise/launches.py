@@ -67,7 +67,7 @@ class Launcher:
             command=["--", *variant.program], launcher_extra=[], np=self.np, flavour=self.flavour,
             no_preload=not variant.preload, lib=str(self.lib) if self.lib else None, prefix=None,
             rank_order=variant.rank_order, hosts=variant.hosts, hostfile=None, ppn=variant.ppn,
-            no_srun=True, report=variant.preload, profile_dir=profile_dir,
+            no_srun=False, report=variant.preload, profile_dir=profile_dir,   # srun in an allocation
             profile_lib=self.profile_lib, preload=self.tools,
             profile_env={"MPIOPT_PROFILE_SITES": "1", "MPIOPT_PROFILE_STACK": "0"} if sites else {})
 

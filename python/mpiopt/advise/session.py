@@ -11,6 +11,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..console import console as report_console
 from ..errors import UsageError
+from ..placement import PlacementError, slurm
 from ..profile import PROFILE_NAME, load
 from . import launches, measure, output, steps
 
@@ -65,19 +66,19 @@ class Session:
             return
         info = plan.to_json()
         info["notes"] = []
+        hosts, where = self._hosts()
         launch = (f"mpiopt run -np {self.args.np} --rank-order {plan.order_file} --ppn {plan.ppn} "
-                  f"--hosts {self.args.hosts or 'H1,H2,…'} -- {' '.join(self.program)}"
+                  f"--hosts {','.join(hosts) or 'H1,H2,…'} -- {' '.join(self.program)}"
                   f"   (MPICH, Cray: MPICH_RANK_ORDER={plan.order_file} with MPICH_RANK_REORDER_METHOD=3)")
         info["launch"] = launch
-        if self.args.hosts:
-            hosts = self.args.hosts.split(",")
+        if hosts:
             if len(hosts) * plan.ppn < self.args.np:
-                self.skipped["placement"] = (f"--hosts gives {len(hosts)} nodes of {plan.ppn}: "
+                self.skipped["placement"] = (f"{where} gives {len(hosts)} nodes of {plan.ppn}: "
                                              f"too few for {self.args.np} ranks")
                 return
-            info["how"] = "run with the order on --hosts"
+            info["how"] = f"run with the order on {where}"
             self.variants.append(launches.Variant("placement", self.program, self._with_dropin,
-                                                  str(plan.order_file), self.args.hosts, plan.ppn))
+                                                  str(plan.order_file), ",".join(hosts), plan.ppn))
         else:
             info["how"] = "simulated with SMPI: this is one node, the order cannot be launched here"
             info["simulated"] = []
@@ -94,6 +95,20 @@ class Session:
             except (RuntimeError, UsageError) as e:
                 info["notes"].append(f"no simulation: {str(e).splitlines()[0]}")
         self.results["placement"] = info
+
+    def _hosts(self) -> tuple[list[str], str]:
+        """The nodes the placement step can launch its order on, and where they come from:
+        --hosts, else the nodes of the Slurm allocation this runs in (more than one), else none."""
+        if self.args.hosts:
+            return self.args.hosts.split(","), "--hosts"
+        if slurm.in_allocation(os.environ):
+            try:
+                hosts = slurm.allocation_hosts(os.environ)
+            except PlacementError:
+                return [], ""
+            if len(hosts) > 1:
+                return hosts, "the Slurm allocation's nodes"
+        return [], ""
 
     def _transform(self, prof_path: Path, prof) -> None:
         if not self.args.source:
