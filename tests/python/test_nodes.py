@@ -228,6 +228,12 @@ def test_dropin_across_two_nodes(cluster2, flavour, algorithm):
             assert by_mpiopt == calls and details == f"hierarchical {calls}", rows
         else:
             assert by_mpiopt + by_vendor == calls and by_mpiopt > 0, rows
+    if algorithm == "hierarchical":    # what ran within the nodes and between them
+        levels = re.search(r"^mpiopt: hierarchical's levels \(a count a rank a blocking call\): "
+                           r"within the node: (.+); between nodes: (.+)$", out, re.M)
+        assert levels and all(re.search(r"\w \d+", x) for x in levels.groups()), out[-3000:]
+    if algorithm == "auto":    # auto takes no shared_memory for a communicator across nodes
+        assert "ranks on more than one node" not in out, out[-3000:]
     if not r.finalize_hang:    # a killed MPICH job may leave its files in the node's /dev/shm
         for node in cluster2.nodes:
             assert cluster2.shm(node) == [], (node.name, cluster2.shm(node))

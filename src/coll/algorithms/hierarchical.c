@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include "coll/algorithms/algorithms.h"
 #include "coll/algorithms/hierarchical.h"
+#include "coll/engine/report.h"
 
 /* What one call needs to know about this rank's node. */
 typedef struct {
@@ -44,6 +45,9 @@ typedef struct {
     int node, m, j;         /* this rank's node, its number of ranks, this rank's place in it */
     const int *local;       /* the node's ranks, local rank order */
     int shares;
+    /* what ran at each level (mpiopt_level): an algorithm or an mpiopt_level_way, -1 nothing;
+     * the call's own, for the report */
+    int *ways;
 } node_view;
 
 static int owner(const node_view *v, int s)
@@ -178,6 +182,7 @@ static int run_between_nodes(const mpiopt_coll *c, const node_view *v, void *buf
                                         (double)(hi - lo) * (double)c->extent, c->commutative,
                                         NULL);
     const mpiopt_algorithm_info *alg = &mpiopt_algorithms[a];
+    v->ways[MPIOPT_LEVEL_NETWORK] = (int)a;
     return root_node < 0 ? alg->allreduce(&g, mpiopt_at(c, buf, lo), hi - lo)
                          : alg->reduce(&g, mpiopt_at(c, buf, lo), hi - lo, root_node);
 }
@@ -274,6 +279,7 @@ static int share_between_nodes(const mpiopt_coll *c, const node_view *v, void *b
         int rounds = mpiopt_hier_share_rounds(P, L->nodes, L->max_ranks, bytes, bits, &rounds_t);
         if (rounds_t < flat_t) {
             mpiopt_coll g = owners_of(c, v, v->j, group);
+            v->ways[MPIOPT_LEVEL_NETWORK] = MPIOPT_WAY_SHARE_ROUNDS;
             return share_allreduce_rounds(&g, buf, lo, hi, bits, rounds);
         }
     }
@@ -380,8 +386,11 @@ static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, 
         mpiopt_hier_flat_algorithm(&inter, 0, L->nodes, n, 1, &flat_t);
         int lb = mpiopt_hier_radix_bits(&intra1, mpiopt_cost_model(), L->nodes, v->m, n,
                                         &rounds);
-        if (rounds <= flat_t)
+        if (rounds <= flat_t) {
+            v->ways[MPIOPT_LEVEL_NODE] = MPIOPT_ALG_RECURSIVE_DOUBLING;
+            v->ways[MPIOPT_LEVEL_NETWORK] = MPIOPT_WAY_RADIX;
             return whole_allreduce_radix(c, v, buf, count, lb);
+        }
     }
     mpiopt_cost_params intra = mpiopt_hier_level_params(mpiopt_cost_model(), 1, 1);
     double bytes = (double)count * (double)c->extent;
@@ -390,8 +399,10 @@ static int whole_allreduce(const mpiopt_coll *c, const node_view *v, void *buf, 
     if (a != MPIOPT_ALG_RECURSIVE_DOUBLING && a != MPIOPT_ALG_RABENSEIFNER)
         a = MPIOPT_ALG_RECURSIVE_DOUBLING;
     int rc = MPI_SUCCESS;
-    if (v->m > 1)
+    if (v->m > 1) {
+        v->ways[MPIOPT_LEVEL_NODE] = (int)a;
         rc = mpiopt_algorithms[a].allreduce(&node, buf, count);
+    }
     else if (c->src)
         rc = mpiopt_coll_copy(c, buf, c->src, count * c->extent);
     int *group = malloc(sizeof(int) * (size_t)v->L->nodes);
@@ -475,8 +486,10 @@ static int whole_reduce(const mpiopt_coll *c, const node_view *v, void *buf, siz
     const mpiopt_node_layout *L = v->L;
     int root_node = L->node_of[root], rc = MPI_SUCCESS;
     mpiopt_coll node = group_context(c, v->local, v->m, v->j, c->src);
-    if (v->m > 1)
+    if (v->m > 1) {
+        v->ways[MPIOPT_LEVEL_NODE] = MPIOPT_ALG_BINOMIAL;
         rc = mpiopt_reduce_binomial(&node, buf, count, 0);
+    }
     else if (c->src)
         rc = mpiopt_coll_copy(c, buf, c->src, count * c->extent);
     if (rc == MPI_SUCCESS && v->j == 0) {
@@ -512,6 +525,8 @@ static int halving(const mpiopt_coll *c, const node_view *v, void *buf, size_t c
     mpiopt_coll node = group_context(c, v->local, m, v->j, c->src);
     size_t lo, hi;
     mpiopt_halving_range(count, (unsigned)v->j, levels, &lo, &hi);
+    if (m > 1)
+        v->ways[MPIOPT_LEVEL_NODE] = MPIOPT_WAY_HALVING;
     rc = mpiopt_reduce_scatter_halving(&node, buf, tmp, count, c->src ? c->src : buf, rank_of,
                                        levels, v->j);
     int root_node = root < 0 ? -1 : v->L->node_of[root];
@@ -532,38 +547,51 @@ static int halving(const mpiopt_coll *c, const node_view *v, void *buf, size_t c
     return rc;
 }
 
+/* The call's levels to the report: a blocking call's (a schedule being recorded runs later,
+ * perhaps many times), each level this rank took part in. */
+static int report_levels(const mpiopt_coll *c, const int *ways, int rc)
+{
+    for (int l = 0; !c->record && l < MPIOPT_LEVELS; l++)
+        if (ways[l] >= 0)
+            mpiopt_report_level((mpiopt_level)l, ways[l]);
+    return rc;
+}
+
+/* The levels of an allreduce (root < 0) or a reduce to root. */
+static int by_levels(const mpiopt_coll *c, node_view *v, void *buf, size_t count, int root)
+{
+    int is_reduce = root >= 0;
+    if (whole_vector(c, v, is_reduce, count))
+        return is_reduce ? whole_reduce(c, v, buf, count, root) : whole_allreduce(c, v, buf, count);
+    if (halving_fits(v))
+        return halving(c, v, buf, count, root);
+    if (v->m > 1)
+        v->ways[MPIOPT_LEVEL_NODE] = MPIOPT_WAY_DIRECT;
+    int root_node = is_reduce ? v->L->node_of[root] : -1;
+    int rc = reduce_scatter_node(c, v, buf, count);
+    if (rc == MPI_SUCCESS)
+        rc = combine_between_nodes(c, v, buf, count, root_node);
+    if (rc == MPI_SUCCESS && (!is_reduce || root_node == v->node))
+        rc = return_to_node(c, v, buf, count, root);
+    return rc;
+}
+
 int mpiopt_allreduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count)
 {
     node_view v;
-    int rc;
+    int rc, ways[MPIOPT_LEVELS] = {-1, -1};
     if (!view_of(c, &v, &rc))
         return rc != MPI_SUCCESS ? rc : mpiopt_allreduce_rabenseifner(c, buf, count);
-    if (whole_vector(c, &v, 0, count))
-        return whole_allreduce(c, &v, buf, count);
-    if (halving_fits(&v))
-        return halving(c, &v, buf, count, -1);
-    rc = reduce_scatter_node(c, &v, buf, count);
-    if (rc == MPI_SUCCESS)
-        rc = combine_between_nodes(c, &v, buf, count, -1);
-    if (rc == MPI_SUCCESS)
-        rc = return_to_node(c, &v, buf, count, -1);
-    return rc;
+    v.ways = ways;
+    return report_levels(c, ways, by_levels(c, &v, buf, count, -1));
 }
 
 int mpiopt_reduce_hierarchical(const mpiopt_coll *c, void *buf, size_t count, int root)
 {
     node_view v;
-    int rc;
+    int rc, ways[MPIOPT_LEVELS] = {-1, -1};
     if (!view_of(c, &v, &rc))
         return rc != MPI_SUCCESS ? rc : mpiopt_reduce_binomial(c, buf, count, root);
-    if (whole_vector(c, &v, 1, count))
-        return whole_reduce(c, &v, buf, count, root);
-    if (halving_fits(&v))
-        return halving(c, &v, buf, count, root);
-    rc = reduce_scatter_node(c, &v, buf, count);
-    if (rc == MPI_SUCCESS)
-        rc = combine_between_nodes(c, &v, buf, count, v.L->node_of[root]);
-    if (rc == MPI_SUCCESS && v.L->node_of[root] == v.node)
-        rc = return_to_node(c, &v, buf, count, root);
-    return rc;
+    v.ways = ways;
+    return report_levels(c, ways, by_levels(c, &v, buf, count, root));
 }

@@ -17,6 +17,8 @@ static uint64_t counts[ENTRIES][COLUMNS];
 /* shared_memory's calls not taken whole: [0] by message passing, [1] in pieces; by reason */
 static uint64_t node_counts[2][MPIOPT_NODE_REASONS];
 static int printed;
+/* hierarchical's levels: [level][way], a count a rank a call */
+static uint64_t level_counts[MPIOPT_LEVELS][MPIOPT_WAYS];
 
 static const char *const kind_names[MPIOPT_CALL_KINDS] = {
     "Allreduce", "Reduce", "Reduce_local", "Iallreduce", "Ireduce", "Allreduce_init",
@@ -73,6 +75,12 @@ void mpiopt_report_count_node(int pieces, mpiopt_node_reason why)
         __atomic_fetch_add(&node_counts[pieces != 0][why], 1, __ATOMIC_RELAXED);
 }
 
+void mpiopt_report_count_level(mpiopt_level level, int way)
+{
+    if ((unsigned)level < MPIOPT_LEVELS && way >= 0 && way < MPIOPT_WAYS)
+        __atomic_fetch_add(&level_counts[level][way], 1, __ATOMIC_RELAXED);
+}
+
 /* "MPI_Allreduce", "MPI_Allreduce_c", "MPI_ALLREDUCE (Fortran)" */
 static void entry_name(int entry, char *out, size_t len)
 {
@@ -118,8 +126,40 @@ static void print_node_lines(FILE *out, uint64_t (*sum)[MPIOPT_NODE_REASONS])
     }
 }
 
+static const char *way_name(int way)
+{
+    switch (way) {
+    case MPIOPT_WAY_HALVING: return "halving reduce-scatter and back";
+    case MPIOPT_WAY_DIRECT: return "reduce at each share's owner and back";
+    case MPIOPT_WAY_RADIX: return "radix rounds";
+    case MPIOPT_WAY_SHARE_ROUNDS: return "share rounds";
+    default: return mpiopt_algorithm_name((mpiopt_algorithm)way);
+    }
+}
+
+/* The line on what hierarchical's blocking calls ran within the nodes and between them. */
+static void print_level_line(FILE *out, uint64_t (*sum)[MPIOPT_WAYS])
+{
+    static const char *const level_names[MPIOPT_LEVELS] = {"within the node", "between nodes"};
+    char line[512] = "";
+    for (int l = 0; l < MPIOPT_LEVELS; l++) {
+        char ways[256] = "";
+        for (int w = 0; w < MPIOPT_WAYS; w++)
+            if (sum[l][w])
+                add_part(ways, sizeof ways, way_name(w), sum[l][w]);
+        if (*ways) {
+            size_t used = strlen(line);
+            snprintf(line + used, sizeof line - used, "%s%s: %s", used ? "; " : "",
+                     level_names[l], ways);
+        }
+    }
+    if (*line)
+        fprintf(out, "mpiopt: hierarchical's levels (a count a rank a blocking call): %s\n", line);
+}
+
 static void print_table(FILE *out, uint64_t (*sum)[COLUMNS],
-                        uint64_t (*node_sum)[MPIOPT_NODE_REASONS], const char *scope)
+                        uint64_t (*node_sum)[MPIOPT_NODE_REASONS],
+                        uint64_t (*level_sum)[MPIOPT_WAYS], const char *scope)
 {
     uint64_t all = 0, taken_all = 0;
     int any = 0;
@@ -168,6 +208,7 @@ static void print_table(FILE *out, uint64_t (*sum)[COLUMNS],
         fprintf(out, "mpiopt: %llu of %llu reduction calls ran mpiopt's algorithms\n",
                 (unsigned long long)taken_all, (unsigned long long)all);
     print_node_lines(out, node_sum);
+    print_level_line(out, level_sum);
     fflush(out);
 }
 
@@ -176,6 +217,7 @@ static void print_table(FILE *out, uint64_t (*sum)[COLUMNS],
 static int report_at_finalize(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     static uint64_t sum[ENTRIES][COLUMNS], node_sum[2][MPIOPT_NODE_REASONS];
+    static uint64_t level_sum[MPIOPT_LEVELS][MPIOPT_WAYS];
     int rank = 0, size = 1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -185,11 +227,14 @@ static int report_at_finalize(MPI_Comm comm, int keyval, void *attr, void *extra
     if (PMPI_Reduce(node_counts, node_sum, 2 * MPIOPT_NODE_REASONS, MPI_UINT64_T, MPI_SUM, 0,
                     MPI_COMM_WORLD) != MPI_SUCCESS)
         memcpy(node_sum, node_counts, sizeof node_sum);
+    if (PMPI_Reduce(level_counts, level_sum, MPIOPT_LEVELS * MPIOPT_WAYS, MPI_UINT64_T, MPI_SUM, 0,
+                    MPI_COMM_WORLD) != MPI_SUCCESS)
+        memcpy(level_sum, level_counts, sizeof level_sum);
     printed = 1;
     if (rank == 0) {
         char scope[64];
         snprintf(scope, sizeof scope, "all %d rank%s", size, size == 1 ? "" : "s");
-        print_table(stderr, sum, node_sum, scope);
+        print_table(stderr, sum, node_sum, level_sum, scope);
     }
     return MPI_SUCCESS;
 }
@@ -222,7 +267,7 @@ __attribute__((destructor)) static void report_at_exit(void)
         if (v && atoi(v) != 0)
             return;
     }
-    print_table(stderr, counts, node_counts,
+    print_table(stderr, counts, node_counts, level_counts,
                 "this process only (mpiopt did not see MPI_Init)");
 }
 

@@ -93,6 +93,27 @@ static inline void mpiopt_report_door(mpiopt_door door)
         mpiopt_report_door_now = (unsigned char)door;
 }
 
+/* What hierarchical ran at each level of a blocking call (one count a rank a call), so that the
+ * report says what ran within the nodes and between them: an algorithm of the registry, or one
+ * of hierarchical's own ways of a level. */
+typedef enum { MPIOPT_LEVEL_NODE, MPIOPT_LEVEL_NETWORK, MPIOPT_LEVELS } mpiopt_level;
+typedef enum {
+    MPIOPT_WAY_HALVING = MPIOPT_ALG_COUNT, /* node: reduce-scatter by halving, allgather/gather back */
+    MPIOPT_WAY_DIRECT,          /* node: each share reduced at its owner, then copied back */
+    MPIOPT_WAY_RADIX,           /* network: the whole vector in rounds of several nodes */
+    MPIOPT_WAY_SHARE_ROUNDS,    /* network: each share in rounds of several nodes */
+    MPIOPT_WAYS
+} mpiopt_level_way;
+
+void mpiopt_report_count_level(mpiopt_level level, int way);
+
+/* way: an mpiopt_algorithm or an mpiopt_level_way */
+static inline void mpiopt_report_level(mpiopt_level level, int way)
+{
+    if (__builtin_expect(mpiopt_report_on, 0))
+        mpiopt_report_count_level(level, way);
+}
+
 void mpiopt_report_count_call(mpiopt_call_kind kind, mpiopt_algorithm algorithm,
                               mpiopt_vendor_reason why);
 

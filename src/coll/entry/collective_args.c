@@ -4,6 +4,7 @@
 #include "coll/select/select.h"
 #include "coll/entry/collective_args.h"
 #include "coll/engine/schedule.h"
+#include "coll/node/node_layout.h"
 
 /* The plan from the arguments alone; 1 if it may be remembered (plan_cache.c). */
 static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, int count,
@@ -63,6 +64,26 @@ static int plan_uncached(int is_reduce, mpiopt_algorithm requested, MPI_Comm com
     return 1;
 }
 
+/* What auto runs instead of shared_memory on a communicator that spans nodes: the cost model's
+ * choice of the others where it takes the call (it is the same on every rank), else
+ * shared_memory still, which then runs messages itself. */
+static mpiopt_algorithm across_nodes(int is_reduce, MPI_Comm comm, int count, MPI_Datatype datatype,
+                                     MPI_Op op, const mpiopt_call_plan *plan)
+{
+    int p, commutative;
+    size_t bytes;
+    if (!mpiopt_coll_shape(comm, count, datatype, &p, &bytes) ||
+        PMPI_Op_commutative(op, &commutative) != MPI_SUCCESS)
+        return plan->algorithm;
+    mpiopt_algorithm a = mpiopt_select_across_nodes(is_reduce, p, bytes, commutative, plan->rank);
+    const mpiopt_algorithm_info *info = &mpiopt_algorithms[a];
+    if (a == MPIOPT_ALG_VENDOR || (is_reduce ? info->reduce == NULL : info->allreduce == NULL) ||
+        !mpiopt_algorithm_takes(a, count, (info->flags & MPIOPT_PREDEFINED_OP) ?
+                                              mpiopt_predefined_op(op) : 1))
+        return plan->algorithm;
+    return a;
+}
+
 int mpiopt_check_arguments(int is_reduce, MPI_Comm comm, int count, MPI_Datatype datatype,
                            MPI_Op op, int root)
 {
@@ -120,6 +141,12 @@ int mpiopt_plan_call(int is_reduce, mpiopt_algorithm requested, MPI_Comm comm, i
         rc = mpiopt_coll_init(&plan->coll, comm, datatype, op, nonblocking);
         if (rc != MPI_SUCCESS)
             return rc;
+        /* auto's shared_memory is for the ranks of one node: across nodes it would run messages
+         * in its place, so a communicator that spans nodes gets the cost model's choice of the
+         * others (a blocking call: finding the nodes is collective) */
+        if (!nonblocking && requested == MPIOPT_ALG_AUTO && !mpiopt_selection_forced(is_reduce) &&
+            plan->algorithm == MPIOPT_ALG_SHARED_MEMORY && mpiopt_node_spans_nodes(&plan->coll))
+            plan->algorithm = across_nodes(is_reduce, comm, count, datatype, op, plan);
     }
     /* the cache serves the blocking calls' hand-off: a nonblocking call's plan (its choice may
      * differ) is not theirs */

@@ -26,5 +26,9 @@ int mpiopt_node_layout_get(const mpiopt_coll *c, const mpiopt_node_layout **out)
 /* The ranks of c's communicator on this node (MPI_Comm_split_type, collective), as a communicator
  * whose errors come back as codes, also those of the split itself (then *node = MPI_COMM_NULL). */
 int mpiopt_node_comm(const mpiopt_coll *c, MPI_Comm *node);
+/* 1 if c's ranks are on more than one node as MPI finds them (MPI_Comm_split_type, not the
+ * MPIOPT_RANKS_PER_NODE knob): shared_memory would fall back to message passing. Collective on a
+ * communicator's first blocking call, where the window's record is made (node_window.c). */
+int mpiopt_node_spans_nodes(const mpiopt_coll *c);
 
 #endif

@@ -366,6 +366,13 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     return MPI_SUCCESS;
 }
 
+int mpiopt_node_spans_nodes(const mpiopt_coll *c)
+{
+    node_window *w;
+    return mpiopt_node_window_of(c, &w) == MPI_SUCCESS &&
+           w->why_unusable == MPIOPT_NODE_SPANS_NODES;
+}
+
 /* Whether w has stages, making them at the first call that asks (collective: every rank asks at
  * the same call, as every rank takes the same path for the same size): as many as
  * MPIOPT_SHM_WINDOW_BYTES gives (divided among the ranks; at least MIN_STAGES), fewer if the

@@ -184,13 +184,15 @@ __attribute__((constructor)) static void register_model(void)
     mpiopt_cost_model_source(mpiopt_selection_model);
 }
 
-static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commutative)
+static mpiopt_algorithm cheapest_but(int is_reduce, int p, size_t bytes, int commutative,
+                                     int excluded)
 {
     /* the vendor when nothing of mpiopt's fits (cannot happen while binomial keeps order) */
     mpiopt_algorithm best = MPIOPT_ALG_VENDOR;
     double best_t = -1;
     for (int a = 0; a < MPIOPT_ALG_COUNT; a++) {
-        if (!mpiopt_algorithms[a].cost || !mpiopt_algorithm_fits((mpiopt_algorithm)a, p, commutative))
+        if (a == excluded || !mpiopt_algorithms[a].cost ||
+            !mpiopt_algorithm_fits((mpiopt_algorithm)a, p, commutative))
             continue;
         double t = mpiopt_cost_seconds((mpiopt_algorithm)a, is_reduce, p, (double)bytes,
                                        &tuning.model);
@@ -200,6 +202,11 @@ static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commuta
         }
     }
     return best;
+}
+
+static mpiopt_algorithm cheapest(int is_reduce, int p, size_t bytes, int commutative)
+{
+    return cheapest_but(is_reduce, p, bytes, commutative, -1);
 }
 
 static mpiopt_algorithm from_table(int is_reduce, int p, size_t bytes, int commutative,
@@ -303,6 +310,12 @@ int mpiopt_selection_reproducible(void)
     return reproducible;
 }
 
+int mpiopt_selection_forced(int is_reduce)
+{
+    pthread_once(&once, load_settings);
+    return forced[is_reduce != 0] >= 0;
+}
+
 int mpiopt_selection_measures(int is_reduce)
 {
     pthread_once(&once, load_settings);
@@ -334,6 +347,16 @@ mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p,
     } else {
         a = from_table(is_reduce, p, bytes, commutative, vendor_ok);
     }
+    if (mpiopt_verbose())
+        report(is_reduce, p, bytes, a, rank);
+    return a;
+}
+
+mpiopt_algorithm mpiopt_select_across_nodes(int is_reduce, int p, size_t bytes, int commutative,
+                                            int rank)
+{
+    pthread_once(&once, load_settings);
+    mpiopt_algorithm a = cheapest_but(is_reduce, p, bytes, commutative, MPIOPT_ALG_SHARED_MEMORY);
     if (mpiopt_verbose())
         report(is_reduce, p, bytes, a, rank);
     return a;

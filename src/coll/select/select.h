@@ -13,6 +13,12 @@
 mpiopt_algorithm mpiopt_select(int is_reduce, mpiopt_algorithm requested, int p, size_t bytes,
                                int commutative, int vendor_ok, int rank);
 
+/* auto's choice for a communicator whose ranks are on more than one node, where the rows chose
+ * shared_memory (it would fall back to message passing there): the cost model's cheapest of the
+ * others (hierarchical among them). */
+mpiopt_algorithm mpiopt_select_across_nodes(int is_reduce, int p, size_t bytes, int commutative,
+                                            int rank);
+
 /* The cost-model parameters `auto` selects with (built in, or MPIOPT_TUNING_FILE's); registered
  * with the cost model (mpiopt_cost_model_source) for the algorithms that choose inner ones. */
 const mpiopt_cost_params *mpiopt_selection_model(void);
@@ -31,6 +37,10 @@ int mpiopt_selection_reproducible(void);
 /* 1 if `auto` may time its candidates (measured.c): it chooses from the built-in rows (no tuning
  * file, no MPIOPT_ALLREDUCE / MPIOPT_REDUCE) and MPIOPT_MEASURE is not 0. */
 int mpiopt_selection_measures(int is_reduce);
+
+/* 1 if MPIOPT_ALLREDUCE (is_reduce = 0) / MPIOPT_REDUCE names an algorithm: auto's choices are
+ * then the user's. */
+int mpiopt_selection_forced(int is_reduce);
 
 /* ---- measured choice (measured.c): auto times its candidates on a communicator's first calls ----
  * The algorithm a blocking allreduce of count elements on c runs, where the rows chose
