@@ -110,6 +110,7 @@ class Slurm:
             nodes._run([*node.enter(), "mount", "--bind", self.dir / "etc", "/etc/slurm"])
         d = self.node_dir
         cpus = max(1, len(os.sched_getaffinity(0)))
+        first_job_id = 1000 + secrets.randbelow(60_000_000)
         (self.dir / "etc" / "slurm.conf").write_text(f"""\
 # the namespace nodes' Slurm (tests/python/slurm_nodes.py); {d} is each node's own directory
 ClusterName=mpiopt-test
@@ -136,6 +137,10 @@ SlurmdLogFile={d}/slurmd.log
 TmpFS={d}/tmp
 ReturnToService=2
 SlurmdParameters=config_overrides
+# job ids of this cluster's own: a fresh Slurm starts again at 1, and what a job id names outside
+# the nodes' private /dev/shm (Open MPI's session directories under the shared /tmp, made from
+# the Slurm job and step) must not meet a job of an earlier cluster
+FirstJobId={first_job_id}
 # every node has this machine's cores (the nodes share them: a job of more ranks than cores is
 # oversubscribed though Slurm sees none)
 NodeName={nodes_expr(c.hosts)} CPUs={cpus} State=UNKNOWN

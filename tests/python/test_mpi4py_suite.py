@@ -106,9 +106,11 @@ def outcome(r) -> tuple[list[int], list[str], list[str]]:
     """Every rank's (tests run, OK or FAILED, the counts after it: skipped=…, failures=…), each
     sorted over the ranks. Every rank of mpi4py's runner prints its summary and the launcher
     interleaves their lines ("OK" from one rank may come between another's "OK" and its
-    " (skipped=70)"), so the parts are collected apart, each whole as one write makes it."""
+    " (skipped=70)"; another's "Ran 313 tests" may follow an "OK" on its line), so the parts are
+    collected apart, each whole as one write makes it."""
     ran = sorted(int(n) for n in re.findall(r"Ran (\d+) tests? in ", r.stderr))
-    verdicts = sorted(re.findall(r"\b(OK|FAILED)\b(?= \(|$|-)", r.stderr, re.M))
+    # a verdict may run into another rank's next line: "OKRan 313 tests in 1.479s"
+    verdicts = sorted(re.findall(r"(?<![A-Za-z])(OK|FAILED)(?= \(|$|-|Ran \d)", r.stderr, re.M))
     counts = sorted(re.findall(r"\b((?:skipped|failures|errors|expected failures)=\d+)",
                                r.stderr))
     assert ran, f"no unittest summary (exit {r.returncode}):\n{r.stdout[-2000:]}\n{r.stderr[-4000:]}"
@@ -157,3 +159,19 @@ def test_mpi4pys_reduction_tests_pass_as_with_the_vendor(flavour, p, mpi4py_sour
         name = f"MPI_{call}{suffix}"
         assert name in rows, (name, sorted(rows))
         assert rows[name][1] > 0, (name, rows[name])
+
+
+def test_outcome_reads_interleaved_summaries():
+    """The summaries of two ranks as the launcher interleaved them in runs seen here: each rank's
+    count, verdict and its counts found wherever they stand."""
+    seen = [
+        "Ran 313 tests in 1.5s\n\nOK\nRan 313 tests in 1.4s\nOK (skipped=70)\n (skipped=70)\n",
+        "----\nRan 313 tests in 1.487s\n\n----\nOKRan 313 tests in 1.479s\n\nOK (skipped=70)\n"
+        " (skipped=70)\n",
+        "Ran 313 tests in 1.5s\n\nFAILED (failures=1)\n----Ran 313 tests in 1.6s\nOK (skipped=70)\n",
+    ]
+    want = [([313, 313], ["OK", "OK"], ["skipped=70", "skipped=70"]),
+            ([313, 313], ["OK", "OK"], ["skipped=70", "skipped=70"]),
+            ([313, 313], ["FAILED", "OK"], ["failures=1", "skipped=70"])]
+    for text, expected in zip(seen, want):
+        assert outcome(subprocess.CompletedProcess([], 0, "", text)) == expected, text

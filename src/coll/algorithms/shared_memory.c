@@ -204,10 +204,17 @@ static int exchange_piece(const mpiopt_coll *c, node_window *w, ring *g, uint64_
     return rc;
 }
 
-/* c's window in *w, or NULL where it has none (the reason counted for MPIOPT_REPORT): the call
- * then takes another algorithm. */
-static int usable_window(const mpiopt_coll *c, node_window **w)
+/* c's window in *w for a call in pieces of per_piece elements, or NULL where the call goes by
+ * messages instead (the caller's fallback): a schedule being recorded, one rank, an element
+ * larger than a buffer, a window the node's limits leave unusable (each reason counted for
+ * MPIOPT_REPORT). */
+static int usable_window(const mpiopt_coll *c, size_t per_piece, node_window **w)
 {
+    *w = NULL;
+    if (c->record)     /* a schedule records messages: the fallback, and the report says so */
+        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
+    if (c->record || per_piece == 0 || c->size < 2)
+        return MPI_SUCCESS;
     int rc = mpiopt_node_window_of(c, w);
     if (rc == MPI_SUCCESS && !(*w)->usable) {
         if ((*w)->why_unusable >= 0)
@@ -297,11 +304,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     size_t per_piece = bytes <= BUFFER_BYTES ? count : BUFFER_BYTES / c->extent;
     node_window *w;
     int rc;
-    if (c->record)     /* a schedule records messages: the fallback, and the report says so */
-        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
-    if (c->record || per_piece == 0 || c->size < 2)
-        return MPI_SUCCESS;
-    if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
+    if ((rc = usable_window(c, per_piece, &w)) != MPI_SUCCESS || !w)
         return rc;
     *done = 1;
     MPIOPT_COUNT_WINDOW(w->all, sizeof(slot), c->size, c->rank);
@@ -414,11 +417,7 @@ int mpiopt_reduce_scatter_shared_memory(const mpiopt_coll *c, void *out, const s
     int rc;
     size_t per_piece = BUFFER_BYTES / c->extent;
     size_t count = displs[c->size], lo = displs[c->rank], n = displs[c->rank + 1] - lo;
-    if (c->record)
-        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
-    if (c->record || c->size < 2 || per_piece == 0)
-        return MPI_SUCCESS;
-    if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
+    if ((rc = usable_window(c, per_piece, &w)) != MPI_SUCCESS || !w)
         return rc;
     *done = 1;
     size_t smallest = n;    /* the smallest block: its rank copies the most */
@@ -500,11 +499,7 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
     node_window *w;
     int rc, last = c->rank == c->size - 1;
     size_t e = c->extent, per_piece = BUFFER_BYTES / e;
-    if (c->record)
-        mpiopt_report_node(0, MPIOPT_NODE_SCHEDULE);
-    if (c->record || c->size < 2 || per_piece == 0)
-        return MPI_SUCCESS;
-    if ((rc = usable_window(c, &w)) != MPI_SUCCESS || !w)
+    if ((rc = usable_window(c, per_piece, &w)) != MPI_SUCCESS || !w)
         return rc;
     *done = 1;
     const char *in = c->src ? c->src : buf;
