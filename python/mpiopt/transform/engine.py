@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import rewrite
 from .alias import analyse as points_to
+from .calls import COLLECTIVES
 from .effects import EffectAnalysis, call_args
 from .parse import Function, Unit, parse
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
@@ -77,7 +78,7 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     needs_ext_header = False
     for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
         emitter = _FunctionEmitter(unit, fn, ea, options, target)
-        sites = find_sites(unit, fn.name, ea)
+        sites = find_sites(unit, fn.key, ea)
         if options.select is not None:
             for s in sites:
                 last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
@@ -89,9 +90,12 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
             emitter.decide(todo, placer)
             edits += emitter.emit(todo)
             if any(s.rank_guard for s in todo) and helper_at is None:
-                helper_at = rewrite.line_start(unit.text, fn.node.start)
+                # at file scope (C++: before the namespace or class holding the function)
+                helper_at = rewrite.line_start(unit.text, fn.top_start)
             needs_ext_header |= any(s.action == "persistent" for s in todo)
         reports += [emitter.report(s) for s in sites]
+    reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
+                for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in COLLECTIVES]
     text = unit.text
     if helper_at is not None and b"mpiopt_is_root(MPI_Comm" not in text:
         edits.append(rewrite.Edit(helper_at, helper_at, IS_ROOT_HELPER, -10))
@@ -253,6 +257,13 @@ class _FunctionEmitter:
             out["reason"] = (f"wait moved past {moved} statement(s)" if moved
                              else "no independent work: wait right after the call")
         return out
+
+
+def _untransformed_site(unit: Unit, fn_name: str, call, why: str) -> dict:
+    col = call.start - rewrite.line_start(unit.text, call.start) + 1
+    return {"file": str(unit.path), "line": call.line, "column": col, "function": fn_name,
+            "call": call.callee, "action": "unchanged", "reason": f"left blocking: {why}",
+            "request": None, "waits": []}
 
 
 def _fresh(name: str, text: bytes) -> str:
