@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import ctypes
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -238,8 +239,6 @@ def decl_key(cursor) -> str:
     if cursor.kind == K.FUNCTION_DECL or (cursor.kind == K.VAR_DECL and
                                           cursor.linkage == ci.LinkageKind.EXTERNAL):
         return cursor.spelling
-    if cursor.kind in FUNCTION_KINDS:
-        return cursor.get_usr() or cursor.spelling
     loc = cursor.location
     return f"{cursor.spelling}@{loc.file.name if loc.file else ''}:{loc.offset}"
 
@@ -281,6 +280,7 @@ class _Converter:
         self._keys: dict = {}
         self._base = None
         self._newlines = [i for i, b in enumerate(text) if b == 10]
+        self._text = text
 
     def _position(self, loc) -> tuple:
         self.lib.clang_getInstantiationLocation(loc, ctypes.byref(self._f), ctypes.byref(self._l),
@@ -302,7 +302,10 @@ class _Converter:
         k = (f, off, decl._kind_id)
         key = self._keys.get(k)
         if key is None:
-            key = self._keys[k] = decl_key(decl)
+            if self.cxx and decl.kind in FUNCTION_KINDS:      # overloads: one key each
+                key = self._keys[k] = decl.get_usr() or decl.spelling
+            else:
+                key = self._keys[k] = decl_key(decl)
         return key
 
     def node(self, c, parent) -> Node:
@@ -345,12 +348,13 @@ class _Converter:
                 n.call_kind = "ctor" if r.kind == K.CONSTRUCTOR else ""
                 n.nothrow = _cannot_throw(r)
                 n.arg_refs = _mutable_reference_parameters(r)
-            elif r is None and self.cxx and c.spelling.startswith(("MPI_", "PMPI_")):
-                # a call with type-dependent arguments in a template's pattern: not resolved, but
-                # an MPI function all the same (its sites must be found and reported)
-                n.callee = c.spelling
             elif self.cxx:
                 n.nothrow, n.arg_refs = False, None
+                # a call with type-dependent arguments in a template's pattern is not resolved;
+                # an MPI function is one all the same (its sites must be found and reported)
+                m = _MPI_CALL.match(self._text, start, end) if r is None else None
+                if m:
+                    n.callee, n.nothrow = m.group(1).decode(), True
         return n
 
     def convert(self, root) -> Node:
@@ -376,6 +380,9 @@ class _Converter:
                     if n.call_kind == "operator" and n.arg_refs and n.arg_refs[0] == "object":
                         n.arg_refs = n.arg_refs[1:]    # a free operator's first operand
         return top
+
+
+_MPI_CALL = re.compile(rb"(P?MPIX?_[A-Za-z_]+)\s*\(")
 
 
 def _cannot_throw(decl) -> bool:
