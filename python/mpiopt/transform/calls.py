@@ -7,9 +7,13 @@ Each blocking collective with a nonblocking form is listed with the role of ever
   bcast     read at the root, written at the other ranks
   array     counts / displacements / datatypes arrays: read until completion
   value     passed by value (count, datatype, op, root, comm): nothing to protect
+  status    (point-to-point receives) the MPI_Status the call fills in: written at completion
 
 A `@root` suffix marks arguments significant at the root only (so non-root ranks may wait later,
-the paper's figures 7-8)."""
+the paper's figures 7-8).
+
+Point-to-point calls with a nonblocking form are listed the same way (POINT_TO_POINT): a send's
+buffer is read until the wait, a receive's buffer and status written at the wait."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,10 +26,17 @@ class Collective:
     name: str                  # blocking name, e.g. MPI_Allreduce
     roles: tuple               # one role per argument
     root: int | None = None    # index of the root argument of rooted collectives
+    comm_index: int | None = None   # where it is not the last argument (MPI_Recv)
+    p2p: bool = False          # a point-to-point call
 
     @property
     def comm(self) -> int:
-        return len(self.roles) - 1          # the communicator is always the last argument
+        return len(self.roles) - 1 if self.comm_index is None else self.comm_index
+
+    @property
+    def status(self) -> int | None:
+        """Index of the status argument (a receive's), which moves to the wait."""
+        return self.roles.index("status") if "status" in self.roles else None
 
     @property
     def nonblocking(self) -> str:
@@ -65,6 +76,17 @@ _TABLE = [
 ]
 
 COLLECTIVES = {c.name: c for c in _TABLE}
+
+# Blocking point-to-point calls rewritten as nonblocking ones (posting order unchanged, so the
+# matching order of messages is the same). MPI_Sendrecv, MPI_Bsend, MPI_Rsend and probes stay.
+POINT_TO_POINT = {c.name: c for c in [
+    Collective("MPI_Send", tuple("send value value value value value".split()), p2p=True),
+    Collective("MPI_Ssend", tuple("send value value value value value".split()), p2p=True),
+    Collective("MPI_Recv", tuple("recv value value value value value status".split()),
+               comm_index=5, p2p=True),
+]}
+# every call the transformer rewrites
+REWRITABLE = {**COLLECTIVES, **POINT_TO_POINT}
 
 # MPI calls whose effects are understood: (argument index written, …); nothing else is touched.
 MPI_UNDERSTOOD = {

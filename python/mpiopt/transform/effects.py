@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .alias import TRANSPARENT, AbsLoc, PointsTo, find, shape_of
-from .calls import COLLECTIVES, LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, is_mpi
+from .calls import LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, REWRITABLE, is_mpi
 from .parse import Node, Unit, call_args, call_object  # noqa: F401 (call_args: re-exported)
 
 _TRANSPARENT = TRANSPARENT
@@ -269,22 +269,27 @@ class EffectAnalysis:
 
     # --- calls -------------------------------------------------------------------------------
     def buffer_accesses(self, call: Node) -> list:
-        """(location, written?, argument, role) for the buffers and arrays a collective uses."""
-        coll = COLLECTIVES[call.callee]
+        """(location, written?, argument, role) for the buffers and arrays a collective (or a
+        point-to-point call) uses."""
+        coll = REWRITABLE[call.callee]
         args = call_args(call)
         in_place = any(self.is_in_place(a) for a in args)
         out = []
         for role, arg in zip(coll.roles, args):
             base = role.split("@")[0]
-            if base == "value" or self.is_in_place(arg) or self.is_null(arg):
+            if base == "value" or self.is_in_place(arg) or self.is_null(arg) or \
+                    (base == "status" and self.is_status_ignore(arg)):
                 continue
-            written = base in ("recv", "bcast") or (in_place and base == "send")
+            written = base in ("recv", "bcast", "status") or (in_place and base == "send")
             out.append((self.pts.val(arg), written, arg, role))
         return out
 
     def is_in_place(self, arg: Node) -> bool:
         text = self.text(arg).strip()
         return text == "MPI_IN_PLACE" or text.endswith("MPI_IN_PLACE)")
+
+    def is_status_ignore(self, arg: Node) -> bool:
+        return self.text(arg).strip() == "MPI_STATUS_IGNORE"
 
     def is_null(self, arg: Node) -> bool:
         return self.text(arg).strip() in ("NULL", "0", "((void *)0)", "(void *)0", "nullptr")
@@ -312,7 +317,7 @@ class EffectAnalysis:
         if name in MPI_SYNCHRONISING:
             eff.stop_at(f"calls {name}", call)
             return
-        if name in COLLECTIVES:
+        if name in REWRITABLE:
             for loc, written, _arg, _role in self.buffer_accesses(call):
                 eff.read(loc, call)
                 if written:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .calls import COLLECTIVES, Collective
+import re
+
+from .calls import REWRITABLE, Collective
 from .effects import EffectAnalysis, Effects, call_args, strip
 from .parse import FUNCTION_KIND_NAMES, Node, Unit, own_nodes
 
@@ -60,9 +62,9 @@ def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
     may_unwind = unit.lang == "c++" and not (fn.is_noexcept and not fn.has_try)
     sites = []
     for n in own_nodes(fn.body):
-        if n.kind != "CALL_EXPR" or n.callee not in COLLECTIVES:
+        if n.kind != "CALL_EXPR" or n.callee not in REWRITABLE:
             continue
-        site = Site(call=n, function=fn.name, coll=COLLECTIVES[n.callee], may_unwind=may_unwind)
+        site = Site(call=n, function=fn.name, coll=REWRITABLE[n.callee], may_unwind=may_unwind)
         sites.append(site)
         parent, stmt = n.parent, n
         # `case 1: MPI_Bcast(…);`: the labelled statement stands for the call in its block
@@ -85,6 +87,10 @@ def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
         if any("MPI_BOTTOM" in ea.text(a) for a in args):
             site.reason = "left blocking: MPI_BOTTOM (absolute addresses) hides the buffers"
             continue
+        why = _why_not_point_to_point(site, args, ea) if site.coll.p2p else ""
+        if why:
+            site.reason = f"left blocking: {why}"
+            continue
         site.block, site.index = parent, parent.children.index(stmt)
         site.in_place = any(ea.is_in_place(a) for a in args)
         site.accesses = ea.buffer_accesses(n)
@@ -94,6 +100,25 @@ def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
             site.block = None
             continue
     return sites
+
+
+_STATUS_AT_WAIT = re.compile(r"^(MPI_STATUS_IGNORE|&\s*[A-Za-z_]\w*)$")
+
+
+def _why_not_point_to_point(site: Site, args: list, ea: EffectAnalysis) -> str:
+    """Receives from any source or with any tag stay blocking: with several receives pending, a
+    wildcard one posted first could take a message a later, specific one takes in the original
+    order of completion. The status argument is evaluated again at the wait, so it must be
+    MPI_STATUS_IGNORE or the address of a variable."""
+    if site.coll.name == "MPI_Recv":
+        source, tag = ea.text(args[3]), ea.text(args[4])
+        for wildcard, text in (("MPI_ANY_SOURCE", source), ("MPI_ANY_TAG", tag)):
+            if wildcard in text:
+                return f"receives with {wildcard}: the order in which messages match is kept as it is"
+        status = " ".join(ea.text(args[site.coll.status]).split())
+        if not _STATUS_AT_WAIT.match(status):
+            return f"the status argument `{status}` is not MPI_STATUS_IGNORE or `&variable`"
+    return ""
 
 
 def assign_slots(body: Node, sites: list[Site]) -> int:
