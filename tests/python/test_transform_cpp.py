@@ -78,6 +78,7 @@ def test_reasons_name_the_cpp_constructs():
         by_fn.setdefault(s["function"], []).append(s["waits"][0]["blocked_by"])
     assert "writes `r`" in by_fn["reference_alias()"][0]            # a reference to the buffer
     assert "calls bump" in by_fn["reference_parameter()"][0]         # a reference parameter
+    assert "writes `t.value`" in by_fn["reference_member()"][0]     # a reference member
     assert "calls touch (`touch(recv)`)" in by_fn["overloads()"][0]  # the pointer overload
     assert by_fn["checked(double)"][0] == "throw"
     assert "may throw" in by_fn["may_throw(double)"][0]

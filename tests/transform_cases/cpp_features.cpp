@@ -45,6 +45,21 @@ static void reference_parameter()
     show("reference_parameter", &recv, 1);
 }
 
+// A reference member bound (in a constructor) to the receive buffer: writing it writes the buffer.
+struct Target {
+    double &value;
+    explicit Target(double &v) : value(v) {}
+};
+
+static void reference_member()
+{
+    double local = rank_ + 4.0, recv = 0.0;
+    Target t(recv);
+    MPI_Allreduce(&local, &recv, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+    t.value += 0.5; /* CONFLICT */
+    show("reference_member", &recv, 1);
+}
+
 // Overloads have separate summaries: touch(double *) writes through its argument, touch(int)
 // touches nothing (and is defined last: one summary by name would be its).
 static void touch(double *p) { p[0] = -1.0; }
@@ -179,6 +194,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     reference_alias();
     reference_parameter();
+    reference_member();
     overloads();
     const std::vector<double> values = {1.0 + rank_, 2.0, 3.5};
     Stats stats(10.0);

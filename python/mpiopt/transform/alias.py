@@ -48,7 +48,10 @@ class PointsTo:
     def __init__(self):
         self.locs: dict[str, AbsLoc] = {}      # declaration key -> location of the variable
         self.returns: dict[str, AbsLoc] = {}   # function name -> what its result points to
+        # memory code the analysis cannot see may reach; what it holds points into it again
+        # (unknown code may store any address it is given), so it is its own pointee
         self.external = AbsLoc("<external memory>", is_global=True)
+        self.external._pts = self.external
         self.sites: dict[int, AbsLoc] = {}
         self._defined: dict = {}
         self.owner: dict[str, str | None] = {}      # variable key -> function declaring it
@@ -133,8 +136,10 @@ class PointsTo:
             return self.pts(loc) if e.is_ref else loc        # a reference names its referee
         if k == "CALL_EXPR" and e.is_ref:
             return self._referenced_by_call(e)
-        if k == "MEMBER_REF_EXPR" and not e.children:
-            return self.external if e.ref_kind == "field" else None   # implicit this->field
+        if k == "MEMBER_REF_EXPR" and not e.children:                 # implicit this->field
+            if e.ref_kind != "field":
+                return None
+            return self.pts(self.external) if e.is_ref else self.external
         if k == "UNARY_OPERATOR" and e.op == "*":
             return self.val(e.children[0])
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -144,9 +149,9 @@ class PointsTo:
             return self.val(base)
         if k == "MEMBER_REF_EXPR" and e.children and e.ref_kind != "func":
             base = e.children[0]
-            if _is_arrow(e):
-                return self.val(base)
-            return self.lval(base)
+            obj = self.val(base) if _is_arrow(e) else self.lval(base)
+            # a reference member names its referee (field-insensitive: any the object holds)
+            return self.pts(obj) if e.is_ref and obj is not None else obj
         return None
 
     def val(self, e: Node) -> AbsLoc | None:
@@ -258,8 +263,22 @@ class PointsTo:
             self._visit(fn.body, fn.key)
         if self.cxx:
             self._escape_captures(unit)
+            self._constructor_initialisers(unit)
         self._bind_calls()
         return self
+
+    def _constructor_initialisers(self, unit: Unit):
+        """A constructor's member initialisers (`: target(t), n(0)`) store into `this`, which is
+        external memory: what they point to, or refer to, becomes reachable from it."""
+        for fn in unit.functions.values():
+            if fn.node.kind != "CONSTRUCTOR":
+                continue
+            for c in fn.node.children:
+                if c is fn.body or c.kind in ("PARM_DECL", "MEMBER_REF", "TYPE_REF", "NAMESPACE_REF"):
+                    continue
+                for e in (c,) + tuple(x for x in c.walk() if x.kind == "DECL_REF_EXPR"):
+                    self.join(self.external, self.val(e))
+                    self.join(self.external, self.lval(e))
 
     def _escape_captures(self, unit: Unit):
         """Variables a lambda uses from its enclosing functions escape: the closure may run in
@@ -389,6 +408,11 @@ class PointsTo:
             if self.cxx and n.shape == "record":
                 self.join(loc, self.external)       # its constructor and destructor see `this`
             inits = [c for c in n.children if c.kind not in _NOT_INITIALISERS]
+            if self.cxx and inits and inits[-1].kind == "INIT_LIST_EXPR":
+                # aggregate initialisation may bind reference members to its lvalue elements
+                for el in inits[-1].walk():
+                    if el.kind != "INIT_LIST_EXPR":
+                        self.join(self.pts(loc), self.lval(el))
             if n.is_ref and inits:
                 self.join(self.pts(loc), self.lval(inits[-1]) or self.val(inits[-1]))
                 inits = []

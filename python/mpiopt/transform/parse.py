@@ -332,6 +332,7 @@ class _Converter:
                     n.ref_kind = "func"
                 elif rk == K.FIELD_DECL:
                     n.ref_kind = "field"
+                    n.is_ref = self.cxx and r.type.get_canonical().kind in _REFERENCES
                 else:
                     n.ref_kind = "const"
         elif kind in _DECLS:
