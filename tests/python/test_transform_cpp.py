@@ -51,6 +51,8 @@ def test_every_collective_is_a_site_in_its_function():
                  "grid::total(const std::vector<double> &)", "global_sum(T, MPI_Datatype)"):
         assert name in functions, functions
     assert any(f.startswith("lambda at line") and f.endswith("in lambda_case()") for f in functions)
+    assert any(f.startswith("lambda at line") and f.endswith("in scaled_max") for f in functions)
+    assert any(f.startswith("method at line") and f.endswith("in local_class(double)") for f in functions)
     assert all(s["action"] == "nonblocking" for s in r.sites), \
         [(s["line"], s["reason"]) for s in r.sites if s["action"] != "nonblocking"]
 

@@ -174,6 +174,27 @@ static void lambda_case()
     show("lambda", got, 3);
 }
 
+// A lambda at file scope and a method of a class declared in a function: functions of their own.
+static auto scaled_max = [](double v) {
+    double out = 0.0;
+    MPI_Allreduce(&v, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return 3.0 * out;
+};
+
+static double local_class(double v)
+{
+    struct Local {
+        double twice_sum(double x)
+        {
+            double y = 0.0;
+            MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            return 2.0 * y;
+        }
+    };
+    Local l;
+    return l.twice_sum(v) + scaled_max(v);
+}
+
 // A collective in a range-for loop, with loop-invariant arguments (persistent in that mode).
 static void range_loop()
 {
@@ -210,6 +231,8 @@ int main(int argc, char **argv)
     r[8] = cannot_throw(rank_ + 3.0);
     show("results", r, 9);
     lambda_case();
+    const double lc = local_class(rank_ + 0.5);
+    show("local_class", &lc, 1);
     range_loop();
     MPI_Finalize();
     return 0;

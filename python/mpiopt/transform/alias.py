@@ -14,7 +14,7 @@ constructors and destructors run) and variables a lambda captures are unified wi
 from __future__ import annotations
 
 from .calls import ALLOCATORS, LIBC, RETURNS_FIRST_ARGUMENT, is_mpi
-from .parse import Node, Unit, call_args, call_object
+from .parse import NESTED_CODE, Node, Unit, call_args, call_object
 
 # casts and wrappers whose value is their last child's
 TRANSPARENT = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR",
@@ -456,7 +456,7 @@ class PointsTo:
             e = n.children[0]
             self.join(self.ret(fn), self.lval(e) if self._defined[fn].returns_ref else self.val(e))
         for c in n.children:
-            if c.kind != "LAMBDA_EXPR":          # a lambda's body is a function of its own
+            if c.kind not in NESTED_CODE:        # lambdas, local classes: functions of their own
                 self._visit(c, fn)
 
 

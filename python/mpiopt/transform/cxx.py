@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import clang.cindex as ci
 
-from .parse import FUNCTION_KINDS, Function, Node, Unit, _Converter
+from .parse import FUNCTION_KIND_NAMES, FUNCTION_KINDS, LOCAL_CLASS_KINDS, Function, Node, Unit, _Converter
 
 K = ci.CursorKind
 
@@ -64,7 +64,10 @@ def collect(tu, conv: _Converter, unit: Unit):
             elif c.kind in FUNCTION_KINDS and c.is_definition():
                 _add_function(c, conv, unit, top)
             elif c.kind == K.VAR_DECL:
-                unit.globals.append(conv.convert(c))
+                node = conv.convert(c)
+                unit.globals.append(node)
+                for lam in _lambdas(node):     # `static auto f = [] { … };` at file scope
+                    _add_lambda(lam, qualified_name(c), top, unit)
 
     visit(tu.cursor, None)
 
@@ -86,8 +89,22 @@ def _add_function(c, conv: _Converter, unit: Unit, top: int):
                   top_start=top, is_noexcept=_is_noexcept(c),
                   has_try=any(n.kind == "CXX_TRY_STMT" for n in body.walk()))
     unit.functions[fn.key] = fn
-    for lam in _lambdas(body):
-        _add_lambda(lam, fn, unit)
+    _add_nested(fn, unit)
+
+
+def _add_nested(fn: Function, unit: Unit):
+    """The lambdas in a function's body, and the methods of classes declared in it."""
+    for lam in _lambdas(fn.body):
+        _add_lambda(lam, fn.name, fn.top_start, unit)
+    for method in _local_methods(fn.body):
+        body = method.children[-1]
+        params = [ch for ch in method.children if ch.kind == "PARM_DECL"]
+        local = Function(f"method at line {method.line} of a class in {fn.name}", method,
+                         [p.ref for p in params], body, True, key=f"local@{method.start}",
+                         param_refs=[p.is_ref for p in params], top_start=fn.top_start,
+                         has_try=any(n.kind == "CXX_TRY_STMT" for n in body.walk()))
+        unit.functions[local.key] = local
+        _add_nested(local, unit)
 
 
 def _lambdas(n: Node):
@@ -95,19 +112,29 @@ def _lambdas(n: Node):
     for c in n.children:
         if c.kind == "LAMBDA_EXPR":
             yield c
-        else:
+        elif c.kind not in LOCAL_CLASS_KINDS:
             yield from _lambdas(c)
 
 
-def _add_lambda(lam: Node, outer: Function, unit: Unit):
+def _local_methods(n: Node):
+    """Method definitions of classes declared inside `n` (not inside lambdas or other methods)."""
+    for c in n.children:
+        if c.kind in LOCAL_CLASS_KINDS:
+            for m in c.children:
+                if m.kind in FUNCTION_KIND_NAMES and m.children and m.children[-1].kind == "COMPOUND_STMT":
+                    yield m
+        elif c.kind != "LAMBDA_EXPR":
+            yield from _local_methods(c)
+
+
+def _add_lambda(lam: Node, outer_name: str, top_start: int, unit: Unit):
     body = next((c for c in reversed(lam.children) if c.kind == "COMPOUND_STMT"), None)
     if body is None:
         return
     params = [ch for ch in lam.children if ch.kind == "PARM_DECL"]
-    fn = Function(f"lambda at line {lam.line} in {outer.name}", lam, [p.ref for p in params], body,
+    fn = Function(f"lambda at line {lam.line} in {outer_name}", lam, [p.ref for p in params], body,
                   True, key=f"lambda@{lam.start}", param_refs=[p.is_ref for p in params],
-                  top_start=outer.top_start,
+                  top_start=top_start,
                   has_try=any(n.kind == "CXX_TRY_STMT" for n in body.walk()))
     unit.functions[fn.key] = fn
-    for inner in _lambdas(body):
-        _add_lambda(inner, fn, unit)
+    _add_nested(fn, unit)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from .alias import TRANSPARENT, AbsLoc, PointsTo, find, shape_of
 from .calls import LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, REWRITABLE, is_mpi
-from .parse import Node, Unit, call_args, call_object  # noqa: F401 (call_args: re-exported)
+from .parse import LOCAL_CLASS_KINDS, Node, Unit, call_args, call_object  # noqa: F401 (call_args: re-exported)
 
 _TRANSPARENT = TRANSPARENT
 _LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"}
@@ -129,6 +129,8 @@ class EffectAnalysis:
 
     def _stmt(self, n: Node, eff: Effects, loops: int, switches: int, summary: bool):
         k = n.kind
+        if k in LOCAL_CLASS_KINDS:         # a class declared in a body: its methods run elsewhere
+            return
         if k == "RETURN_STMT":
             if not summary:
                 eff.stop_at("return", n)

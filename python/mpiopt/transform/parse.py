@@ -89,12 +89,17 @@ class Unit:
     untransformed: list = field(default_factory=list)   # (name, node, why): bodies not analysed
 
 
+# declarations in a body whose code does not run where it is written (C++ local classes)
+LOCAL_CLASS_KINDS = {"CLASS_DECL", "STRUCT_DECL", "UNION_DECL"}
+NESTED_CODE = LOCAL_CLASS_KINDS | {"LAMBDA_EXPR"}
+
+
 def own_nodes(n: Node):
-    """`n` and its descendants, not entering lambda expressions (their bodies are functions of
-    their own, not run where they are written)."""
+    """`n` and its descendants, not entering lambda expressions nor local classes (their bodies
+    are functions of their own, not run where they are written)."""
     yield n
     for c in n.children:
-        if c.kind != "LAMBDA_EXPR":
+        if c.kind not in NESTED_CODE:
             yield from own_nodes(c)
 
 
