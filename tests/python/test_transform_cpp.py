@@ -132,3 +132,13 @@ def test_cpp_case_prints_the_same_as_the_original(tmp_path):
     failures = difftest.check(CASE, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
                               ranks=(2,), transformer=_in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_advise_transforms_cpp_files_of_the_profile(tmp_path):
+    """`mpiopt advise`'s transformation step takes the profile's C++ files too (it took *.c only)."""
+    from mpiopt.advise.steps import _site_files
+
+    for name in ("a.cpp", "b.cc", "c.c", "d.f90", "e.cpp"):
+        (tmp_path / name).write_text("")
+    sites = [{"file": f"/src/{n}", "debug_info": True} for n in ("a.cpp", "b.cc", "c.c", "d.f90")]
+    assert [f.name for f in _site_files(sites, tmp_path)] == ["a.cpp", "b.cc", "c.c"]
