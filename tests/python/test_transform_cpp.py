@@ -35,7 +35,7 @@ def result(mode="nonblocking", flavour="openmpi"):
 def collective_lines() -> list[int]:
     """Lines of the case that call a blocking collective (from the text, not from the tool)."""
     return [i for i, ln in enumerate(CASE.read_text().splitlines(), 1)
-            if re.search(r"\bMPI_(Allreduce|Bcast|Reduce|Barrier)\(", ln)]
+            if re.search(r"\bMPI_(Allreduce|Bcast|Reduce|Barrier|Send|Recv)\(", ln)]
 
 
 def markers(name: str) -> list[int]:
@@ -53,8 +53,9 @@ def test_every_collective_is_a_site_in_its_function():
     assert any(f.startswith("lambda at line") and f.endswith("in lambda_case()") for f in functions)
     assert any(f.startswith("lambda at line") and f.endswith("in scaled_max") for f in functions)
     assert any(f.startswith("method at line") and f.endswith("in local_class(double)") for f in functions)
-    assert all(s["action"] == "nonblocking" for s in r.sites), \
-        [(s["line"], s["reason"]) for s in r.sites if s["action"] != "nonblocking"]
+    unchanged = [s for s in r.sites if s["action"] != "nonblocking"]
+    # the one receive with MPI_ANY_TAG stays blocking, and says why
+    assert [(s["call"], "MPI_ANY_TAG" in s["reason"]) for s in unchanged] == [("MPI_Recv", True)], unchanged
 
 
 def test_waits_stop_at_conflicts_and_pass_independent_statements():
@@ -77,7 +78,8 @@ def test_waits_stop_at_conflicts_and_pass_independent_statements():
 def test_reasons_name_the_cpp_constructs():
     by_fn = {}
     for s in result().sites:
-        by_fn.setdefault(s["function"], []).append(s["waits"][0]["blocked_by"])
+        if s["waits"]:
+            by_fn.setdefault(s["function"], []).append(s["waits"][0]["blocked_by"])
     assert "writes `r`" in by_fn["reference_alias()"][0]            # a reference to the buffer
     assert "calls bump" in by_fn["reference_parameter()"][0]         # a reference parameter
     assert "writes `t.value`" in by_fn["reference_member()"][0]     # a reference member
@@ -85,6 +87,19 @@ def test_reasons_name_the_cpp_constructs():
     assert by_fn["checked(double)"][0] == "throw"
     assert "may throw" in by_fn["may_throw(double)"][0]
     assert by_fn["cannot_throw(double)"][0] == "return"             # noexcept: std::terminate
+
+
+def test_point_to_point_in_a_method():
+    r = result()
+    pair = sorted((s for s in r.sites if s["function"] == "Pair::swap_and_scale(double)"),
+                  key=lambda s: s["line"])
+    assert [s["call"] for s in pair] == ["MPI_Send", "MPI_Recv", "MPI_Recv", "MPI_Recv", "MPI_Send", "MPI_Send"]
+    text = CASE.read_text().splitlines()
+    use = next(i for i, ln in enumerate(text, 1) if "return theirs + scaled + tagged;" in ln)
+    scale = use - 1
+    for recv in (pair[1], pair[3]):       # both receives of `theirs` wait after the scaling
+        assert recv["action"] == "nonblocking"
+        assert all(scale < w["line"] <= use for w in recv["waits"]), recv["waits"]
 
 
 def test_template_pattern_and_lambda_rewritten_in_place():

@@ -195,6 +195,34 @@ static double local_class(double v)
     return l.twice_sum(v) + scaled_max(v);
 }
 
+// Point-to-point in a method: ranks 2k and 2k+1 swap values (the even one sends first). The
+// receives overlap the scaling; a receive with MPI_ANY_TAG stays blocking.
+class Pair {
+public:
+    explicit Pair(int size) : size_(size) {}
+    double swap_and_scale(double mine)
+    {
+        double theirs = 0.0, scaled = 0.0, tagged = 0.0;
+        const int peer = rank_ ^ 1;
+        if (peer >= size_)
+            return mine;
+        if (rank_ % 2 == 0) {
+            MPI_Send(&mine, 1, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD);
+            MPI_Recv(&theirs, 1, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(&tagged, 1, MPI_DOUBLE, peer, MPI_ANY_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&theirs, 1, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&mine, 1, MPI_DOUBLE, peer, 11, MPI_COMM_WORLD);
+            MPI_Send(&mine, 1, MPI_DOUBLE, peer, 12, MPI_COMM_WORLD);
+        }
+        scaled = mine * 2.0;
+        return theirs + scaled + tagged;
+    }
+
+private:
+    int size_;
+};
+
 // A collective in a range-for loop, with loop-invariant arguments (persistent in that mode).
 static void range_loop()
 {
@@ -234,6 +262,11 @@ int main(int argc, char **argv)
     const double lc = local_class(rank_ + 0.5);
     show("local_class", &lc, 1);
     range_loop();
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    Pair pair(size);
+    const double swapped = pair.swap_and_scale(rank_ + 0.75);
+    show("pair", &swapped, 1);
     MPI_Finalize();
     return 0;
 }
