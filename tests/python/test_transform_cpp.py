@@ -157,3 +157,21 @@ def test_advise_transforms_cpp_files_of_the_profile(tmp_path):
         (tmp_path / name).write_text("")
     sites = [{"file": f"/src/{n}", "debug_info": True} for n in ("a.cpp", "b.cc", "c.c", "d.f90")]
     assert [f.name for f in _site_files(sites, tmp_path)] == ["a.cpp", "b.cc", "c.c"]
+
+
+def test_language_and_standard(tmp_path):
+    """C++ by suffix, -std=gnu++17 by default, the compilation database's -std when it has one."""
+    from mpiopt.transform import ParseError
+    from mpiopt.transform.parse import language_of, parse
+
+    assert [language_of(Path(n)) for n in ("a.c", "a.cpp", "a.cc", "a.cxx", "a.C", "a.hpp")] == \
+        ["c", "c++", "c++", "c++", "c++", "c++"]
+    src = tmp_path / "k.cc"
+    src.write_text("#include <mpi.h>\n#include <vector>\n"
+                   "int f() { if constexpr (sizeof(int) > 1) { return 1; } return 0; }\n")
+    assert parse(src).lang == "c++"                      # C++17's `if constexpr` parses
+    db = tmp_path / "compile_commands.json"
+    db.write_text('[{"directory": "%s", "file": "k.cc", "arguments": ["c++", "-std=c++98", "-c", "k.cc"]}]'
+                  % tmp_path)
+    with pytest.raises(ParseError, match=r"k\.cc:3:"):   # at `if constexpr`
+        parse(src)                                       # the database's C++98 does not have it
