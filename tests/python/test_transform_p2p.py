@@ -77,3 +77,19 @@ def test_point_to_point_prints_the_same_as_the_original(tmp_path):
     failures = difftest.check(CASE, tmp_path, modes=("nonblocking",), flavours=flavours, ranks=(2, 3),
                               transformer=in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_profile_selection_of_point_to_point(tmp_path):
+    """--profile: a send passes the percentage threshold like a collective; --top ranks the
+    collective sites only, so a send is never selected by it."""
+    from mpiopt.transform.costs import Selector
+    from test_transform_profile import row, write_profile
+
+    send, allreduce = calls_in_text("Send")[0], calls_in_text("Allreduce")[0]
+    prof = write_profile(tmp_path / "p.json", [row("MPI_Send", str(CASE), send, 0.5, 0.5),
+                                               row("MPI_Allreduce", str(CASE), allreduce, 0.5, 0.5)])
+    by_percent = Selector(prof).decide(CASE, "MPI_Send", send, send)
+    assert by_percent["selected"], by_percent
+    by_top = Selector(prof, top=1).decide(CASE, "MPI_Send", send, send)
+    assert not by_top["selected"] and "only collective sites are ranked" in by_top["reason"], by_top
+    assert Selector(prof, top=1).decide(CASE, "MPI_Allreduce", allreduce, allreduce)["selected"]
