@@ -175,3 +175,15 @@ def test_language_and_standard(tmp_path):
                   % tmp_path)
     with pytest.raises(ParseError, match=r"k\.cc:3:"):   # at `if constexpr`
         parse(src)                                       # the database's C++98 does not have it
+
+
+def test_function_try_block_sites_are_reported_unchanged(tmp_path):
+    src = tmp_path / "ftb.cpp"
+    src.write_text("#include <mpi.h>\n#include <stdexcept>\n"
+                   "double f(double x) try {\n    double y = 0;\n"
+                   "    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);\n    return y;\n"
+                   "} catch (const std::exception &) {\n    return 0;\n}\n")
+    r = transform_file(src, Options())
+    assert not r.changed
+    assert [(s["line"], s["function"], s["action"]) for s in r.sites] == [(5, "f(double)", "unchanged")]
+    assert "function-try-block" in r.sites[0]["reason"]

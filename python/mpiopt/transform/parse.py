@@ -41,7 +41,7 @@ class Node:
     ref: str = ""                  # key of the declaration a DECL_REF/MEMBER_REF/VAR_DECL names
     ref_kind: str = ""             # "var", "func", "field", "const" for references
     is_global: bool = False        # the referenced / declared variable has static storage
-    shape: str = ""                # "array", "pointer" or "" for the node's (canonical) type
+    shape: str = ""                # "array", "pointer", "record" or "" for the (canonical) type
     callee: str = ""               # CALL_EXPR: name of a directly called function, else ""
     target: str = ""               # CALL_EXPR: key (USR) of the called function, else ""
     is_ref: bool = False           # VAR/PARM_DECL or reference to one of C++ reference type;
