@@ -50,6 +50,11 @@ def test_point_to_point_sites_waits_and_wildcards(tmp_path):
     # a receive with a status: reading the status waits for it
     (with_status,) = [ln for ln in calls_in_text("Recv") if ", &st);" in CASE.read_text().splitlines()[ln - 1]]
     assert "reads `st.MPI_TAG`" in by_line[with_status]["waits"][0]["blocked_by"]
+    # existing MPI_Irecv/MPI_Isend/MPI_Waitall are understood: the first Allreduce's wait passes
+    # the Irecv and Isend, stops at the Waitall (which may complete a receive into its buffer)
+    first, second = [by_line[ln] for ln in calls_in_text("Allreduce")[1:3]]
+    assert "calls MPI_Waitall" in first["waits"][0]["blocked_by"] and first["waits"][0]["moved_past"] == 2
+    assert "calls MPI_Irecv (`MPI_Irecv(mine," in second["waits"][0]["blocked_by"]
     out = r.output.decode()
     # the status moves to the wait; the two receives from one source are posted in their order
     first = out.index("MPI_Irecv(a, 2, MPI_DOUBLE, 1, 3, MPI_COMM_WORLD, &mpiopt_reqs[0]);")

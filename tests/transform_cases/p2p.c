@@ -88,6 +88,26 @@ static void any_source(void)
     }
 }
 
+/* Nonblocking calls already in the program are understood, not unknown MPI: a collective's wait
+ * moves past a ring exchange on other buffers, and an MPI_Irecv into its send buffer stops it. */
+static void existing_nonblocking(void)
+{
+    double mine[2] = {rank + 1.0, 2.0}, sums[4], left[2] = {0, 0}, right[2] = {rank * 1.0, 3.0};
+    MPI_Request reqs[2];
+    int next = (rank + 1) % nprocs, prev = (rank + nprocs - 1) % nprocs;
+    MPI_Allreduce(mine, sums, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Irecv(left, 2, MPI_DOUBLE, prev, 9, MPI_COMM_WORLD, &reqs[0]); /* OVERLAP */
+    MPI_Isend(right, 2, MPI_DOUBLE, next, 9, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    mine[0] = left[0] + left[1]; /* CONFLICT */
+    MPI_Allreduce(mine, sums + 2, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Irecv(mine, 2, MPI_DOUBLE, prev, 10, MPI_COMM_WORLD, &reqs[0]); /* CONFLICT */
+    MPI_Isend(right, 2, MPI_DOUBLE, next, 10, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    show("existing_nonblocking", sums, 4);
+    show("existing_nonblocking_mine", mine, 2);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -96,6 +116,7 @@ int main(int argc, char **argv)
     ring();
     status_and_order();
     any_source();
+    existing_nonblocking();
     MPI_Finalize();
     return 0;
 }

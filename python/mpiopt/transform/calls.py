@@ -95,6 +95,13 @@ MPI_UNDERSTOOD = {
     "MPI_Get_processor_name": (0, 1),
 }
 
+# Nonblocking point-to-point calls already in the program: (role, buffer index, request index).
+# The buffer is read (send) or written (receive) from the call on, until the request's wait.
+NONBLOCKING_P2P = {"MPI_Isend": ("send", 0, 6), "MPI_Issend": ("send", 0, 6),
+                   "MPI_Irecv": ("recv", 0, 6)}
+# Waits on requests: (index of the request or request array, index of the status(es)).
+MPI_WAITS = {"MPI_Wait": (0, 1), "MPI_Waitall": (1, 2)}
+
 # MPI calls that must never be overlapped with a pending collective (the paper's special operations).
 MPI_SYNCHRONISING = {"MPI_Wtime", "MPI_Barrier", "MPI_Finalize", "MPI_Abort"}
 

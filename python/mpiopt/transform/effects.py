@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .alias import TRANSPARENT, AbsLoc, PointsTo, find, shape_of
-from .calls import LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, REWRITABLE, is_mpi
+from .calls import (LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, MPI_WAITS, NO_RETURN, NONBLOCKING_P2P,
+                    REWRITABLE, is_mpi)
 from .parse import LOCAL_CLASS_KINDS, Node, Unit, call_args, call_object  # noqa: F401 (call_args: re-exported)
 
 _TRANSPARENT = TRANSPARENT
@@ -88,9 +89,22 @@ class EffectAnalysis:
         self.unit, self.pts = unit, pts
         self.summaries: dict[str, Effects] = {}        # by function key (USR in C++)
         self.cxx = unit.lang == "c++"
+        self.receive_buffers = self._receive_buffers()
         self._cache: dict[int, Effects] = {}
         self._compute_summaries()
         self.global_reach = self._reachable_from_globals()
+
+    def _receive_buffers(self) -> list:
+        """What the file's nonblocking receives receive into: written when any wait completes."""
+        out = []
+        for fn in self.unit.functions.values():
+            for n in fn.body.walk():
+                spec = NONBLOCKING_P2P.get(n.callee) if n.kind == "CALL_EXPR" else None
+                if spec and spec[0] == "recv" and len(call_args(n)) > spec[1]:
+                    loc = self.pts.val(call_args(n)[spec[1]])
+                    if loc is not None:
+                        out.append(loc)
+        return out
 
     # --- summaries -------------------------------------------------------------------------
     def _compute_summaries(self):
@@ -324,6 +338,26 @@ class EffectAnalysis:
                 eff.read(loc, call)
                 if written:
                     eff.write(loc, call)
+            return
+        if name in NONBLOCKING_P2P and len(args) > 6:
+            role, buf, req = NONBLOCKING_P2P[name]
+            data = self.pts.val(args[buf])
+            eff.read(data, call)
+            if role == "recv":
+                eff.write(data, call)
+            eff.write(self.pts.val(args[req]), call)          # the request handle
+            return
+        if name in MPI_WAITS and len(args) > max(MPI_WAITS[name]):
+            req, status = MPI_WAITS[name]
+            handles = self.pts.val(args[req])
+            eff.write(handles, call)                          # set to MPI_REQUEST_NULL
+            # which receive a request belongs to is not tracked: a wait may complete any receive
+            # posted in this file, or by code the analysis cannot see (into escaped memory)
+            for loc in self.receive_buffers:
+                eff.write(loc, call)
+            eff.write(self.pts.external, call)
+            if self.text(args[status]).strip() not in ("MPI_STATUS_IGNORE", "MPI_STATUSES_IGNORE"):
+                eff.write(self.pts.val(args[status]), call)
             return
         if name in MPI_UNDERSTOOD:
             for i in MPI_UNDERSTOOD[name]:
