@@ -205,15 +205,11 @@ class _Converter:
 
     def _branch_targets(self, ex) -> set:
         """Labels a branch may reach (GO TO, arithmetic IF, ERR=/END=/EOR=, alternate returns)."""
-        out = set()
         if ex is None:
-            return out
-        for n in walk(ex, F.Label):
-            out.add(str(n).strip())
-        for d in walk(ex, (F.Label_Do_Stmt,)):
-            for lab in walk(d, F.Label):
-                out.discard(str(lab).strip())
-        return out
+            return set()
+        # labels a DO statement names are its terminal's, not branch targets
+        do_labels = {id(lab) for d in walk(ex, F.Label_Do_Stmt) for lab in walk(d, F.Label)}
+        return {str(n).strip() for n in walk(ex, F.Label) if id(n) not in do_labels}
 
     # --- blocks --------------------------------------------------------------------------------
     def _block(self, stmts: list, closing_line: int) -> Node:
@@ -259,7 +255,8 @@ class _Converter:
             return self.adopt(s, self.expr(st.children[0]), self.statement(st.children[1]))
         if isinstance(st, F.Case_Construct):
             return self._case_construct(st)
-        if isinstance(st, (F.Block_Nonlabel_Do_Construct, F.Block_Label_Do_Construct)):
+        if isinstance(st, (F.Block_Nonlabel_Do_Construct, F.Block_Label_Do_Construct,
+                           F.Action_Term_Do_Construct)):
             return self._do(st)
         if isinstance(st, F.Return_Stmt):
             return self.node("RETURN_STMT", st)
@@ -360,10 +357,15 @@ class _Converter:
         parts = [c for c in st.children if not isinstance(c, F.Comment)]
         head = parts[0]
         control = walk(head, F.Loop_Control)
-        is_label = isinstance(st, F.Block_Label_Do_Construct)
-        if is_label:
-            body_stmts = parts[1:]
-            closing = self._span(parts[-1])[0] if body_stmts else self._span(head)[1] + 1
+        is_label = isinstance(st, (F.Block_Label_Do_Construct, F.Action_Term_Do_Construct))
+        terminal = None
+        if is_label and len(parts) > 1 and isinstance(parts[-1], F.Continue_Stmt):
+            # `10 CONTINUE` ends the body: a wait at the end of the body goes before it
+            body_stmts, closing = parts[1:-1], self._span(parts[-1])[0]
+        elif is_label:
+            # an action statement ends the body (and is part of it): nothing may move past it
+            body_stmts, closing = parts[1:], self._span(parts[-1])[1] + 1
+            terminal = parts[-1] if len(parts) > 1 else None
         else:
             body_stmts = parts[1:-1]
             closing = self._span(parts[-1])[0]
@@ -383,14 +385,12 @@ class _Converter:
                 header.append(self.adopt(self.node("BINARY_OPERATOR", lc, op="="), self.lvalue(var),
                                          bounds_node))
         body = self._block(body_stmts, closing)
-        if is_label and body.children:
-            # the terminal statement of a labelled DO closes the body: nothing may move past it
+        if terminal is not None and body.children and body.children[-1].kind != "LABEL_STMT":
             last = body.children[-1]
-            if last.kind != "LABEL_STMT":
-                wrapper = Node("LABEL_STMT", last.start, last.end, last.line, spelling="(DO end)")
-                body.children[-1] = wrapper
-                wrapper.parent = body
-                self.adopt(wrapper, last)
+            label = str(getattr(terminal.item, "label", "") or "")
+            wrapper = Node("LABEL_STMT", last.start, last.end, last.line, spelling=label, parent=body)
+            body.children[-1] = wrapper
+            self.adopt(wrapper, last)
         self.adopt(loop, *header)
         return self.adopt(loop, body)
 

@@ -71,7 +71,8 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 if s.block is not None and not s.profile["selected"]:
                     s.block, s.reason = None, s.profile["reason"]
         for s in sites:
-            if s.block is not None:
+            # Fortran's reasons also replace the C wording for a buffer that is no variable
+            if s.block is not None or "cannot tell what" in s.reason:
                 why = why_blocking(unit, proc, s, lines_of)
                 if why:
                     s.block, s.reason = None, "left blocking: " + why
