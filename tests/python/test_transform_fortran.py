@@ -137,3 +137,46 @@ def test_transformed_programs_print_the_same(case, tmp_path):
     failures = difftest.check(case, tmp_path, modes=("nonblocking",), flavours=flavours, ranks=(2,),
                               transformer=_in_process)
     assert not failures, "\n".join(failures)
+
+
+PREPROCESSED = """#define NV 4
+program pre
+  use mpi
+  implicit none
+#include "pre_decls.h"
+  integer :: ierr
+  double precision :: a(NV), b(NV)
+  call MPI_Init(ierr)
+  a = 1
+  call MPI_Allreduce(a, b, size(a), MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  extra = 2
+  print *, b(1), extra
+  call MPI_Allreduce(a, b, NV, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  print *, b(1)
+#ifdef USE_MAX
+  call MPI_Allreduce(a, b, size(a), MPI_DOUBLE_PRECISION, MPI_MAX, MPI_COMM_WORLD, ierr)
+#endif
+  print *, b(2)
+  call MPI_Finalize(ierr)
+end program pre
+"""
+
+
+def test_preprocessed_source_maps_back_to_its_lines(tmp_path):
+    src = tmp_path / "pre.F90"
+    src.write_text(PREPROCESSED)
+    (tmp_path / "pre_decls.h").write_text("  integer :: extra\n")
+    r = transform_file(src, Options(extra_args=["-DUSE_MAX"]))
+    by_line = {s["line"]: s for s in r.sites}
+    plain = by_line[line_of(src, "size(a), MPI_DOUBLE_PRECISION, MPI_SUM")]
+    assert plain["action"] == "nonblocking"
+    # the wait moved past `extra = 2` (a variable from the #included file) to the read of b
+    assert plain["waits"][0]["line"] == line_of(src, "print *, b(1), extra")
+    macro = by_line[line_of(src, "b, NV, MPI_DOUBLE")]
+    assert macro["action"] == "unchanged" and "macro" in macro["reason"]
+    conditional = by_line[line_of(src, "MPI_MAX")]
+    assert conditional["action"] == "unchanged" and "preprocessor line" in conditional["reason"]
+    out = r.output.decode()
+    # the file itself is edited: directives kept, nothing expanded
+    assert out.count("#define NV 4") == 1 and '#include "pre_decls.h"' in out and "#ifdef USE_MAX" in out
+    assert "call MPI_Iallreduce(a, b, SIZE(a)" in out and "b, NV, MPI_DOUBLE" in out

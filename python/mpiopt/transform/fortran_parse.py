@@ -23,6 +23,8 @@ Node offsets are whole lines of the file: a statement's `start` is the start of 
 their own text in `FortranUnit.texts`."""
 from __future__ import annotations
 
+import re
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,6 +63,7 @@ class Procedure:
     spec_end_line: int             # declarations go before this line (first executable / end)
     body_first_line: int           # first line of the execution part (0: none)
     asynchronous: set = field(default_factory=set)    # names that have ASYNCHRONOUS already
+    included_code: str = ""        # an executable statement from an INCLUDEd file, if any
 
 
 @dataclass
@@ -72,9 +75,16 @@ class FortranUnit(Unit):
     symbols: SymbolBuilder | None = None
     line_offsets: list = field(default_factory=list)   # byte offset of each line start (1-based)
     mpi_ierror: dict = field(default_factory=dict)     # id(call Node) -> ierror actual or None
+    reader: object = None                              # fparser's reader of the file itself
+
+    def in_file(self, f) -> bool:
+        """Whether statement `f` is in the file itself (not in an INCLUDEd one)."""
+        item = getattr(f, "item", None)
+        return item is None or (getattr(item, "reader", self.reader) is self.reader
+                                and not getattr(item, "other_file", False))
 
 
-def parse_fortran(path: str | Path) -> FortranUnit:
+def parse_fortran(path: str | Path, extra_args: list | None = None) -> FortranUnit:
     path = Path(path)
     if not path.is_file():
         raise ParseError(f"{path}: no such file")
@@ -82,16 +92,17 @@ def parse_fortran(path: str | Path) -> FortranUnit:
         text = path.read_bytes()
     except OSError as e:
         raise ParseError(f"{path}: {e.strerror}") from None
-    if path.suffix in PREPROCESSED_SUFFIXES and path.suffix.lower() not in FIXED_SUFFIXES | {".f90"}:
-        pass
     fixed = path.suffix.lower() in FIXED_SUFFIXES
-    if path.suffix in PREPROCESSED_SUFFIXES and b"#" in text:
-        if any(line.lstrip().startswith(b"#") for line in text.splitlines()):
-            raise ParseError(f"{path}: has preprocessor directives; preprocessed Fortran is not "
-                             "handled yet (run `gfortran -cpp -E -P` and transform its output)")
+    origin = None
     source = text.decode(errors="replace")
+    if path.suffix in PREPROCESSED_SUFFIXES and any(
+            line.lstrip().startswith(b"#") for line in text.splitlines()):
+        source, origin = preprocess(path, extra_args or [])
     try:
-        reader = FortranStringReader(source, ignore_comments=False)
+        # INCLUDEd files are read from the file's directory (fparser inlines them; their
+        # statements carry the included file's line numbers and are told apart by their reader)
+        reader = FortranStringReader(source, ignore_comments=False,
+                                     include_dirs=[str(path.resolve().parent)])
         reader.set_format(_format(fixed))
         tree = ParserFactory().create(std="f2008")(reader)
     except FortranSyntaxError as e:
@@ -101,6 +112,8 @@ def parse_fortran(path: str | Path) -> FortranUnit:
     if tree is None or not walk(tree.children, (F.Main_Program, F.Module, F.Subroutine_Subprogram,
                                                F.Function_Subprogram)):
         raise ParseError(f"{path}: no Fortran program unit found")
+    if origin is not None:
+        _map_lines(tree, origin, source.split("\n"), text.decode(errors="replace").split("\n"))
     offsets = [0, 0]
     for i, b in enumerate(text):
         if b == 10:
@@ -109,9 +122,61 @@ def parse_fortran(path: str | Path) -> FortranUnit:
     symbols = SymbolBuilder(tree)
     scopes = symbols.build()
     unit = FortranUnit(path=path, text=text, functions={}, globals=[], declared_functions=set(),
-                       fixed_form=fixed, symbols=symbols, line_offsets=offsets)
+                       fixed_form=fixed, symbols=symbols, line_offsets=offsets, reader=reader)
     _Converter(unit, symbols).convert(scopes)
     return unit
+
+
+def preprocess(path: Path, extra_args: list) -> tuple[str, list]:
+    """The file through gfortran's preprocessor (-cpp -E; -D/-U/-I options of `extra_args`), and
+    for each line of the result the (file, line) it comes from (marker lines become blank
+    lines, so the result's line numbers index the list)."""
+    flags = [a for a in extra_args if a.startswith(("-D", "-U", "-I"))]
+    cmd = ["gfortran", "-cpp", "-E", f"-I{path.resolve().parent}", *flags, str(path)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except OSError as e:
+        raise ParseError(f"{path}: preprocessed Fortran needs gfortran ({e})") from None
+    if r.returncode != 0:
+        first = next((ln for ln in r.stderr.splitlines() if "rror" in ln), r.stderr.strip()[:200])
+        raise ParseError(f"{path}: the preprocessor failed: {first}")
+    lines, origin = [], [(None, 0)]          # origin[0]: line numbers are 1-based
+    where, number = None, 0
+    for raw in r.stdout.split("\n"):
+        m = _MARKER.match(raw)
+        if m:
+            number, where = int(m.group(1)), m.group(2)
+            lines.append("")
+            origin.append((None, 0))
+            continue
+        lines.append(raw)
+        origin.append((where, number))
+        number += 1
+    main = str(path)
+    return "\n".join(lines), [(n if f == main else 0) for f, n in origin]
+
+
+_MARKER = re.compile(r'^# (\d+) "([^"]*)"')
+
+
+def _map_lines(tree, origin: list, pre_lines: list, file_lines: list):
+    """Statement spans from the preprocessed text to the file's lines. A statement from another
+    file (#include) is marked so (`in_file` false); one whose text a macro changed, or whose
+    lines are not consecutive lines of the file, gets `item.macro` (it stays as it is)."""
+    for n in walk(tree):
+        item = getattr(n, "item", None)
+        span = getattr(item, "span", None)
+        if not span or getattr(item, "mapped", False):
+            continue
+        item.mapped = True
+        lines = [origin[i] if i < len(origin) else 0 for i in range(span[0], span[1] + 1)]
+        if not all(lines):
+            item.other_file = True
+            continue
+        item.macro = lines != list(range(lines[0], lines[0] + len(lines))) or any(
+            pre_lines[i - 1].rstrip() != file_lines[o - 1].rstrip()
+            for i, o in zip(range(span[0], span[1] + 1), lines) if o - 1 < len(file_lines))
+        item.span = (lines[0], lines[-1])
 
 
 def _format(fixed: bool):
@@ -195,8 +260,11 @@ class _Converter:
         first_exec = self._span(stmts[0])[0] if stmts else 0
         spec = spec_part(u)
         asynchronous = {v.name for v in s.vars.values() if "asynchronous" in v.attrs}
+        included = next((st for st in walk(stmts) if getattr(st, "item", None) is not None
+                         and not self.unit.in_file(st)), None)
         self.unit.procedures[s.key] = Procedure(s, self.sym.binding(s), first_exec or end_line,
-                                                first_exec, asynchronous)
+                                                first_exec, asynchronous,
+                                                str(included)[:40] if included is not None else "")
         for v in s.vars.values():
             if v.is_global:
                 self.unit.globals.append(Node("VAR_DECL", 0, 0, 1, spelling=v.name, ref=v.key,

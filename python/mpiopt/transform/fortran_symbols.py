@@ -51,6 +51,7 @@ class Scope:
     functions: set = field(default_factory=set)         # EXTERNAL / declared function names
     result: str = ""                                     # function result variable
     key: str = ""                                        # name in Unit.functions
+    unresolved_include: bool = False                     # an INCLUDE fparser did not find
 
     def lookup_local(self, name: str) -> Var | None:
         return self.vars.get(name)
@@ -201,6 +202,10 @@ class SymbolBuilder:
             elif isinstance(st, F.Include_Stmt):
                 if "mpif.h" in str(st).lower():
                     s.binding = "mpif.h"
+                else:
+                    # not found, so not inlined: it may declare COMMON blocks, so names this
+                    # scope does not declare are taken as globals
+                    s.unresolved_include = True
             elif isinstance(st, F.Type_Declaration_Stmt):
                 attrs, dim_arr, dim_assumed = set(), False, False
                 if st.children[1] is not None:
@@ -305,6 +310,8 @@ class SymbolBuilder:
         """A USE of a module this file does not define (its names are unknown here)."""
         sc = s
         while sc is not None:
+            if sc.unresolved_include:
+                return True
             for mod, _r in sc.uses:
                 if mod not in self.modules and mod not in MPI_MODULES and \
                         not mod.startswith(("iso_", "ieee_", "omp_lib")):

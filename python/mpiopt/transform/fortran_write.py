@@ -56,7 +56,7 @@ _WORDING = [("not a statement of a { } block (no room for a wait)",
 
 def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
     t0, cpu0 = time.perf_counter(), time.process_time()
-    unit = parse_fortran(path)
+    unit = parse_fortran(path, options.extra_args)
     target = detect_target(options.flavour, options.mpi_version)
     ea, placer = analyse(unit)
     edits, reports = [], []
@@ -87,7 +87,9 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
             writer.nslots = assign_slots(fn.body, todo)
             for s in todo:
                 placer.place(s)
-            edits += writer.emit(todo)
+            todo = [s for s in todo if not _crosses_directive(unit, proc, s)]
+            if todo:
+                edits += writer.emit(todo)
         reporter = _FunctionEmitter(unit, fn, ea, options, target)
         for s in sites:
             r = reporter.report(s)
@@ -110,11 +112,37 @@ def _statement_lines(unit: FortranUnit) -> dict:
         for n in walk(proc.scope.node):
             item = getattr(n, "item", None)
             span = getattr(item, "span", None)
-            if span and id(item) not in seen and not isinstance(n, F.Comment):
+            if span and id(item) not in seen and not isinstance(n, F.Comment) and unit.in_file(n):
                 seen.add(id(item))
                 for line in range(span[0], span[1] + 1):
                     count[line] = count.get(line, 0) + 1
     return count
+
+
+def _crosses_directive(unit: FortranUnit, proc: Procedure, s: Site) -> bool:
+    """A preprocessor line between the call and a wait, or a declaration that would land in a
+    conditional region: the result would be right for this configuration only. The call is
+    then left as it is (and True returned)."""
+    lines = unit.text.decode(errors="replace").split("\n")
+
+    def directive(a: int, b: int) -> bool:
+        return any(lines[i - 1].lstrip().startswith("#") for i in range(a, min(b, len(lines) + 1)))
+
+    depth = 0
+    for ln in lines[:proc.spec_end_line - 1]:
+        word = ln.lstrip()[1:].lstrip().split(" ")[0] if ln.lstrip().startswith("#") else ""
+        depth += word in ("if", "ifdef", "ifndef") or -(word == "endif")
+    why = ""
+    if depth > 0:
+        why = "the declarations would go inside a preprocessor conditional"
+    for w in s.waits:
+        end = unit.text.count(b"\n", 0, w.block.end - 1) + 1 if w.index >= len(w.block.children) \
+            else w.block.children[w.index].line
+        if directive(s.call.line, end):
+            why = why or "a preprocessor line lies between the call and its wait"
+    if why:
+        s.block, s.action, s.waits, s.reason = None, "unchanged", [], "left blocking: " + why
+    return bool(why)
 
 
 # --- Fortran's reasons to leave a call blocking ------------------------------------------------
@@ -126,6 +154,11 @@ def why_blocking(unit: FortranUnit, proc: Procedure, s: Site, lines_of: dict) ->
     if not proc.binding:
         return "no MPI binding (include 'mpif.h', use mpi, use mpi_f08) found in the scope of " \
                "the procedure"
+    if proc.included_code:
+        return f"the procedure has executable statements from an INCLUDEd file " \
+               f"(`{proc.included_code}`): their lines are not this file's"
+    if getattr(stmt.item, "macro", False):
+        return "the preprocessor changed the statement (a macro) or it spans preprocessor lines"
     if getattr(stmt.item, "label", None) is not None:
         return f"the statement has label {stmt.item.label} (a branch target or a DO terminal: " \
                "a wait could not follow it in the same place)"
