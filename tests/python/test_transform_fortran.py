@@ -98,6 +98,10 @@ def test_fixed_form_columns_and_reasons(fixed):
     assert sum(s["action"] == "nonblocking" for s in fixed.sites) == 3
     assert "is an expression" in actions[line_of(FIXED, "X(1) * 2.0D0")]["reason"]
     assert "vector subscript" in actions[line_of(FIXED, "X(IDX)")]["reason"]
+    # an external procedure's dummy arguments cannot be ASYNCHRONOUS without changing its
+    # interface under its callers: the wrapper's call stays blocking
+    wrapper = actions[line_of(FIXED, "CALL MPI_ALLREDUCE(V, RES, M")]
+    assert wrapper["action"] == "unchanged" and "dummy argument of an external procedure" in wrapper["reason"]
     # the wait after the Reduce stops at the GO TO; the first one passes a labelled DO loop
     assert actions[line_of(FIXED, "MPI_REDUCE(X, Z")]["waits"][0]["blocked_by"].startswith("goto")
     assert actions[line_of(FIXED, "MPI_ALLREDUCE(X, Y, N")]["waits"][0]["moved_past"] == 2

@@ -54,6 +54,9 @@ C     5. a vector subscript: a temporary, stays blocking
       CALL MPI_ALLREDUCE(X(IDX), U, 4, MPI_DOUBLE_PRECISION,
      &                   MPI_SUM, MPI_COMM_WORLD, IERR)
       IF (RANK .EQ. 0) WRITE (6, 100) 'VECTOR', U(1) + U(4)
+C     6. a wrapper: an external subroutine reducing its dummy arguments
+      CALL GTOTAL(X, N, Z)
+      IF (RANK .EQ. 0) WRITE (6, 100) 'WRAPPER', Z(1) + Z(N)
       CALL MPI_FINALIZE(IERR)
   100 FORMAT (A12, ES18.10)
   101 FORMAT (A12, I10)
@@ -67,4 +70,19 @@ C     5. a vector subscript: a temporary, stays blocking
       DO 10 I = 1, 32
          V = V + GSUM(I)
    10 CONTINUE
+      END
+
+C     An external procedure: its dummies get ASYNCHRONOUS in a BLOCK (in its specification part
+C     it would change its interface, which the caller above does not see)
+      SUBROUTINE GTOTAL(V, M, RES)
+      IMPLICIT NONE
+      INCLUDE 'mpif.h'
+      INTEGER M, I, IERR
+      DOUBLE PRECISION V(M), RES(M), W(64)
+      CALL MPI_ALLREDUCE(V, RES, M, MPI_DOUBLE_PRECISION, MPI_SUM,
+     &                   MPI_COMM_WORLD, IERR)
+      DO 10 I = 1, M
+         W(I) = V(I) * 2.0D0
+   10 CONTINUE
+      RES(1) = RES(1) + W(1)
       END

@@ -23,10 +23,14 @@ the protection MPI-3.1 section 17.1.16 names) forbids that for every access in t
 with one declaration per buffer and no change to the code that uses it; MPI_F_SYNC_REG would
 need a call after every wait for every buffer and is not in every mpif.h.
 
+Dummy arguments of module and internal procedures (whose interfaces are explicit wherever they
+are called) get ASYNCHRONOUS in the specification part; a dummy argument of an external
+procedure cannot get it (see external_dummy), so its calls stay blocking.
+
 A call stays blocking (and the report says why) when a buffer may be a temporary the compiler
 makes for the call alone (array section, vector subscript, array constructor, expression, named
 constant, a possibly non-contiguous assumed-shape or pointer array) or a derived-type object or
-component; when the call is labelled (a branch target or a DO terminal: a wait could not follow
+component, or a dummy argument of an external procedure; when the call is labelled (a branch target or a DO terminal: a wait could not follow
 it in the same place) or shares its line; when no MPI binding is in scope; with keyword
 arguments; and (mpif.h, use mpi) without its ierror argument."""
 from __future__ import annotations
@@ -119,6 +123,17 @@ def _statement_lines(unit: FortranUnit) -> dict:
     return count
 
 
+def external_dummy(proc: Procedure, name: str) -> bool:
+    """A dummy argument of an external procedure. ASYNCHRONOUS on it would change the
+    procedure's interface, and callers without an explicit interface may not call it then
+    (F2008 12.4.2.2; gfortran 12 rejects them, also with the attribute given in a BLOCK
+    construct). MPI_F_SYNC_REG is no way out with the Debian MPIs: MPICH 4.0.2's Fortran
+    entry writes a second (ierror) argument the standard's routine does not have, and Open
+    MPI 4.1's `use mpi` interface takes no scalar. So such a buffer keeps its call blocking."""
+    v = proc.scope.vars.get(name.lower())
+    return proc.scope.host is None and v is not None and v.is_dummy
+
+
 def _crosses_directive(unit: FortranUnit, proc: Procedure, s: Site) -> bool:
     """A preprocessor line between the call and a wait, or a declaration that would land in a
     conditional region: the result would be right for this configuration only. The call is
@@ -174,6 +189,11 @@ def why_blocking(unit: FortranUnit, proc: Procedure, s: Site, lines_of: dict) ->
         if role == "value" or str(a).upper() == "MPI_IN_PLACE":
             continue
         why = _temporary(unit, proc, a)
+        base = a if isinstance(a, F.Name) else a.children[0] if isinstance(a, F.Part_Ref) else None
+        if not why and base is not None and external_dummy(proc, str(base)):
+            why = "is a dummy argument of an external procedure: ASYNCHRONOUS would need an " \
+                  "explicit interface at every caller, and MPI_F_SYNC_REG is not usable with " \
+                  "these MPIs (see fortran_write.external_dummy)"
         if why:
             what = {"send": "send buffer", "recv": "receive buffer", "bcast": "buffer",
                     "array": "count/displacement array"}[role.split("@")[0]]
@@ -265,11 +285,10 @@ class _ProcedureWriter:
         for s in sites:
             stmt = self.unit.fnodes[id(s.call)]
             self.upper = str(stmt.children[0]) != str(stmt.children[0]).lower()
-            edits.append(self._call(s, stmt))
             for role, a in zip(s.coll.roles, stmt.children[1].children):
                 if role != "value" and str(a).upper() != "MPI_IN_PLACE":
-                    base = a if isinstance(a, F.Name) else a.children[0]
-                    buffers.append(str(base))
+                    buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
+            edits.append(self._call(s, stmt))
         edits += self._waits([w for s in sites for w in s.waits])
         uses_flags = any(w.flag for s in sites for w in s.waits)
         at = self._off(self.proc.spec_end_line)
