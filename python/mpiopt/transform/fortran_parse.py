@@ -23,8 +23,6 @@ Node offsets are whole lines of the file: a statement's `start` is the start of 
 their own text in `FortranUnit.texts`."""
 from __future__ import annotations
 
-import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +32,8 @@ from fparser.two.parser import ParserFactory
 from fparser.two.utils import FortranSyntaxError, walk
 
 from .calls import COLLECTIVES, MPI_SYNCHRONISING, MPI_UNDERSTOOD
-from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of, spec_part
+from .fortran_cpp import map_lines, preprocess
+from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of
 from .parse import Function, Node, ParseError, Unit
 
 FORTRAN_SUFFIXES = {".f90", ".f95", ".f03", ".f08", ".f", ".for", ".f77", ".ftn"}
@@ -113,7 +112,7 @@ def parse_fortran(path: str | Path, extra_args: list | None = None) -> FortranUn
                                                F.Function_Subprogram)):
         raise ParseError(f"{path}: no Fortran program unit found")
     if origin is not None:
-        _map_lines(tree, origin, source.split("\n"), text.decode(errors="replace").split("\n"))
+        map_lines(tree, origin, source.split("\n"), text.decode(errors="replace").split("\n"))
     offsets = [0, 0]
     for i, b in enumerate(text):
         if b == 10:
@@ -125,58 +124,6 @@ def parse_fortran(path: str | Path, extra_args: list | None = None) -> FortranUn
                        fixed_form=fixed, symbols=symbols, line_offsets=offsets, reader=reader)
     _Converter(unit, symbols).convert(scopes)
     return unit
-
-
-def preprocess(path: Path, extra_args: list) -> tuple[str, list]:
-    """The file through gfortran's preprocessor (-cpp -E; -D/-U/-I options of `extra_args`), and
-    for each line of the result the (file, line) it comes from (marker lines become blank
-    lines, so the result's line numbers index the list)."""
-    flags = [a for a in extra_args if a.startswith(("-D", "-U", "-I"))]
-    cmd = ["gfortran", "-cpp", "-E", f"-I{path.resolve().parent}", *flags, str(path)]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    except OSError as e:
-        raise ParseError(f"{path}: preprocessed Fortran needs gfortran ({e})") from None
-    if r.returncode != 0:
-        first = next((ln for ln in r.stderr.splitlines() if "rror" in ln), r.stderr.strip()[:200])
-        raise ParseError(f"{path}: the preprocessor failed: {first}")
-    lines, origin = [], [(None, 0)]          # origin[0]: line numbers are 1-based
-    where, number = None, 0
-    for raw in r.stdout.split("\n"):
-        m = _MARKER.match(raw)
-        if m:
-            number, where = int(m.group(1)), m.group(2)
-            lines.append("")
-            origin.append((None, 0))
-            continue
-        lines.append(raw)
-        origin.append((where, number))
-        number += 1
-    main = str(path)
-    return "\n".join(lines), [(n if f == main else 0) for f, n in origin]
-
-
-_MARKER = re.compile(r'^# (\d+) "([^"]*)"')
-
-
-def _map_lines(tree, origin: list, pre_lines: list, file_lines: list):
-    """Statement spans from the preprocessed text to the file's lines. A statement from another
-    file (#include) is marked so (`in_file` false); one whose text a macro changed, or whose
-    lines are not consecutive lines of the file, gets `item.macro` (it stays as it is)."""
-    for n in walk(tree):
-        item = getattr(n, "item", None)
-        span = getattr(item, "span", None)
-        if not span or getattr(item, "mapped", False):
-            continue
-        item.mapped = True
-        lines = [origin[i] if i < len(origin) else 0 for i in range(span[0], span[1] + 1)]
-        if not all(lines):
-            item.other_file = True
-            continue
-        item.macro = lines != list(range(lines[0], lines[0] + len(lines))) or any(
-            pre_lines[i - 1].rstrip() != file_lines[o - 1].rstrip()
-            for i, o in zip(range(span[0], span[1] + 1), lines) if o - 1 < len(file_lines))
-        item.span = (lines[0], lines[-1])
 
 
 def _format(fixed: bool):
@@ -258,7 +205,6 @@ class _Converter:
         self.unit.functions[s.key] = Function(s.key, fn_node, params, body, False)
         self.unit.declared_functions.add(s.key)
         first_exec = self._span(stmts[0])[0] if stmts else 0
-        spec = spec_part(u)
         asynchronous = {v.name for v in s.vars.values() if "asynchronous" in v.attrs}
         included = next((st for st in walk(stmts) if getattr(st, "item", None) is not None
                          and not self.unit.in_file(st)), None)
@@ -269,7 +215,6 @@ class _Converter:
             if v.is_global:
                 self.unit.globals.append(Node("VAR_DECL", 0, 0, 1, spelling=v.name, ref=v.key,
                                               is_global=True))
-        del spec
 
     def _branch_targets(self, ex) -> set:
         """Labels a branch may reach (GO TO, arithmetic IF, ERR=/END=/EOR=, alternate returns)."""
@@ -626,9 +571,7 @@ class _Converter:
             name = name_of(f)
             if self._is_variable_name(f):
                 return self.lvalue(f)
-            if name.upper() in _MPI_NAMES or name.upper().startswith("MPI_"):
-                return self.node("FORTRAN_CONSTANT", f, spelling=name)
-            return self.node("FORTRAN_CONSTANT", f, spelling=name)
+            return self.node("FORTRAN_CONSTANT", f, spelling=name)      # MPI constants too
         if isinstance(f, F.Part_Ref):
             name = name_of(f.children[0])
             if self._is_subscripted_variable(f):
