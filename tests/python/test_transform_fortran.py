@@ -184,3 +184,34 @@ def test_preprocessed_source_maps_back_to_its_lines(tmp_path):
     # the file itself is edited: directives kept, nothing expanded
     assert out.count("#define NV 4") == 1 and '#include "pre_decls.h"' in out and "#ifdef USE_MAX" in out
     assert "call MPI_Iallreduce(a, b, SIZE(a)" in out and "b, NV, MPI_DOUBLE" in out
+
+
+UNMODELLED = """subroutine unmodelled(n)
+  use mpi
+  implicit none
+  integer, intent(in) :: n
+  real :: y(10), x(10)
+  integer :: ierr, i
+  y = 1
+  call MPI_ALLREDUCE(y, x, 10, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, ierr)
+  where (x > 0) x = 0
+  associate (q => y(1))
+    call MPI_ALLREDUCE(y, x, 10, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, ierr)
+  end associate
+  do concurrent (i = 1:n)
+    y(i) = 0
+  end do
+end subroutine unmodelled
+"""
+
+
+def test_statements_not_modelled_stop_waits_and_keep_their_calls(tmp_path):
+    src = tmp_path / "unmodelled.f90"
+    src.write_text(UNMODELLED)
+    r = transform_file(src, Options())
+    first, inner = sorted(r.sites, key=lambda s: s["line"])
+    # WHERE writes x in a way the front end does not model: the wait stays before it
+    assert first["action"] == "nonblocking" and first["waits"][0]["line"] == line_of(src, "where (x > 0)")
+    assert "not modelled" in first["waits"][0]["blocked_by"]
+    # a collective inside ASSOCIATE is still a site, reported and left blocking
+    assert inner["action"] == "unchanged" and "ASSOCIATE" in inner["reason"]

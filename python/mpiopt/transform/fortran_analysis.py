@@ -7,6 +7,8 @@ differ from C's; everything else is inherited unchanged.
     passed to an external procedure).
   * text of nodes: the front end keeps each expression's source text apart (fparser2 has no
     column positions); MPI_IN_PLACE is matched in any case.
+  * a statement the front end does not model (WHERE, ASSOCIATE, BLOCK, DO CONCURRENT, ...)
+    stops every pending call.
   * waits of rooted collectives: one wait for every rank (C's rank-guarded pair needs the
     `mpiopt_is_root` helper, which the Fortran writer does not emit)."""
 from __future__ import annotations
@@ -42,6 +44,13 @@ class FortranEffectAnalysis(EffectAnalysis):
             # C shape `name(args)`: what find_sites checks a call by (no macro in between)
             return f"{n.callee}({', '.join(self.text(a) for a in call_args(n))})"
         return self.unit.texts.get(id(n), "")
+
+    def _stmt(self, n: Node, eff, loops: int, switches: int, summary: bool):
+        if n.kind == "FORTRAN_UNMODELLED_STMT":
+            # whatever it reads or writes is unknown: nothing pending may cross it
+            eff.stop_at(f"{self.unit.texts.get(id(n), 'a statement')}: not modelled by the Fortran "
+                        "front end", n)
+        super()._stmt(n, eff, loops, switches, summary)
 
     def is_in_place(self, arg: Node) -> bool:
         return self.text(arg).strip().upper() == "MPI_IN_PLACE"

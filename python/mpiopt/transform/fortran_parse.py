@@ -43,6 +43,7 @@ PREPROCESSED_SUFFIXES = {".F90", ".F95", ".F03", ".F08", ".F", ".FOR", ".FPP", "
 # Fortran names are case-insensitive: MPI names are matched in upper case and given the C
 # spelling the shared tables use
 _MPI_NAMES = {n.upper(): n for n in list(COLLECTIVES) + list(MPI_UNDERSTOOD) + list(MPI_SYNCHRONISING)}
+_COLLECTIVE_NAMES = {n.upper() for n in COLLECTIVES}
 from fparser.two import Fortran2008 as F08  # noqa: E402
 _STOPS = (F.Stop_Stmt, F08.Error_Stop_Stmt)
 _OUTPUT = (F.Write_Stmt, F.Print_Stmt)
@@ -242,7 +243,11 @@ class _Converter:
         span = self._span(st)
         self.line = span
         label = getattr(getattr(st, "item", None), "label", None)
-        n = self._statement(st)
+        try:
+            n = self._statement(st)
+        except Exception as e:          # a shape of fparser node not foreseen: not modelled
+            self.line = span
+            n = self.unmodelled(st, f"`{str(st).splitlines()[0][:40]}` (not modelled: {type(e).__name__})")
         self.line = span
         if label is not None and str(label) in self.targets:
             wrapper = self.node("LABEL_STMT", spelling=str(label))
@@ -299,7 +304,19 @@ class _Converter:
                              [c for c in walk(st.children, (F.Name, F.Part_Ref))
                               if isinstance(c, F.Part_Ref) or self._is_variable_name(c)], st,
                              io=True)
-        return self.node("FORTRAN_UNMODELLED_STMT", st, text=f"{type(st).__name__}: {str(st)[:40]}")
+        return self.unmodelled(st)
+
+    def unmodelled(self, st, why: str = "") -> Node:
+        """A statement the front end does not model: it stops every pending call
+        (fortran_analysis). The collectives inside it are still sites, left blocking."""
+        kind = type(st).__name__.replace("_", " ").replace(" Construct", "").replace(" Stmt", "")
+        n = self.node("FORTRAN_UNMODELLED_STMT", st, text=why or f"{kind} `{str(st).splitlines()[0][:40]}`")
+        for c in walk(st, F.Call_Stmt):
+            if name_of(c.children[0]).upper() in _COLLECTIVE_NAMES:
+                self.line = self._span(c)
+                args = c.children[1].children if c.children[1] is not None else ()
+                self.adopt(n, self.call(name_of(c.children[0]), list(args), c))
+        return n
 
     def written(self, f, st) -> Node:
         """A write of designator `f` by statement `st` (input item, ALLOCATE, status variable)."""
@@ -383,6 +400,8 @@ class _Converter:
             body_stmts = parts[1:-1]
             closing = self._span(parts[-1])[0]
         self.line = self._span(head)
+        if control and control[0].children[1] is None and not str(control[0]).upper().startswith("WHILE"):
+            return self.unmodelled(st)                  # DO CONCURRENT (no MPI may be called in it)
         control_text = str(control[0]) if control else ""
         is_while = control and control_text.upper().startswith("WHILE")
         loop = self.node("WHILE_STMT" if (is_while or not control) else "FOR_STMT", head)

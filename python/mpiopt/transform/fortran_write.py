@@ -53,7 +53,8 @@ from .placement import Site, assign_slots, find_sites
 _TEMPORARY = "the compiler may pass a temporary copy that no longer exists when the call returns"
 # C wording of the shared analyses' reasons -> Fortran's
 _WORDING = [("not a statement of a { } block (no room for a wait)",
-             "not a statement of a block (a one-line IF, say): no room for a wait"),
+             "not a statement of a block the transformer models (a one-line IF, or in a WHERE, "
+             "ASSOCIATE, BLOCK, SELECT TYPE...): no room for a wait"),
             ("end of the function", "end of the procedure"),
             ("written through a macro", "not a plain CALL statement")]
 
