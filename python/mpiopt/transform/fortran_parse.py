@@ -336,7 +336,7 @@ class _Converter:
         if self.sym.procedure(self.scope, name) is not None or name in self.scope.functions:
             return False
         v = self.sym.lookup(self.scope, name)
-        if v is None or v.key.startswith("use:"):
+        if v is None or v.foreign:
             return False
         return v.is_array or ":" in str(f.children[1])
 

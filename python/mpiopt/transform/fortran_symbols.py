@@ -9,7 +9,8 @@ shared by every reference to the same storage:
   EQUIVALENCEd variables   one key for the whole set
   POINTER or TARGET        "<pointer/target>"   one global location for all of them: a pointer
                                                  may be associated with any target
-  names of a module of another file (USE of a module not in the file) "use:<name>", global
+  names of a module of another file (USE of a module not in the file) or of an INCLUDE not
+  found: "<pointer/target>" too (they may be pointers to the file's targets)
   anything else            "<procedure>:<name>" local (dummy arguments, implicit locals, results)
 
 Host association (CONTAINed procedures) and USE of modules in the file resolve to the host's or
@@ -34,6 +35,7 @@ class Var:
     is_dummy: bool = False
     assumed_shape: bool = False
     derived: bool = False     # of a derived type (its components may be pointers)
+    foreign: bool = False     # not declared in the file (another file's module, an INCLUDE not found)
     attrs: set = field(default_factory=set)     # lower-case attribute names (pointer, target, …)
 
 
@@ -350,7 +352,9 @@ class SymbolBuilder:
         if name.startswith("mpi_"):
             return None                   # constants of the MPI binding
         if self._foreign_use(s):
-            v = Var(name, f"use:{name}", is_global=True)
+            # may be a variable, a pointer or a target of a module of another file: the one
+            # location all pointers and targets share
+            v = Var(name, POINTER_TARGET, is_global=True, foreign=True)
         else:
             v = Var(name, self._local_key(s, name))     # implicitly typed local
         s.vars[name] = v

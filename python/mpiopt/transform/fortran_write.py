@@ -212,7 +212,7 @@ def _temporary(unit: FortranUnit, proc: Procedure, a) -> str:
     if isinstance(a, (F.Name, F.Part_Ref)):
         base = a if isinstance(a, F.Name) else a.children[0]
         v = sym.lookup(proc.scope, str(base).lower())
-        if v is None or v.key.startswith("use:"):
+        if v is None or v.foreign:
             return "is not a variable the transformer can see declared"
         if "parameter" in v.attrs:
             return f"is a named constant: {_TEMPORARY}"
