@@ -339,6 +339,16 @@ class _ProcedureWriter:
                 line = ("     &" + indent[6:] + "   ") if self.fixed else indent + "    "
             line += piece
         out.append(line.rstrip())
+        if self.fixed:
+            # a piece longer than a line: fixed form may break anywhere (blanks do not count, a
+            # character context goes on at column 7), and text past column 72 would be lost
+            cut = []
+            for ln in out:
+                while len(ln) > 72:
+                    cut.append(ln[:72])
+                    ln = "     &" + ln[72:]
+                cut.append(ln)
+            out = cut
         return "".join(x + "\n" for x in out)
 
     def _call(self, s: Site, stmt) -> rewrite.Edit:
