@@ -1,6 +1,7 @@
 C     Fixed-form Fortran 77 style with include 'mpif.h', for mpiopt transform's Fortran front
 C     end (tests/python/test_transform_fortran.py): a COMMON block, labelled DO loops, a GO TO,
-C     a Reduce, and buffers that must stay blocking (an expression, a vector subscript).
+C     a Reduce, a reduction in a loop, buffers that must stay blocking (an expression, a vector
+C     subscript) and an external wrapper subroutine (its dummies: blocking too).
 C     Rank 0 prints checksums; the transformed program must print the same.
       PROGRAM FIXED
       IMPLICIT NONE
@@ -54,7 +55,16 @@ C     5. a vector subscript: a temporary, stays blocking
       CALL MPI_ALLREDUCE(X(IDX), U, 4, MPI_DOUBLE_PRECISION,
      &                   MPI_SUM, MPI_COMM_WORLD, IERR)
       IF (RANK .EQ. 0) WRITE (6, 100) 'VECTOR', U(1) + U(4)
-C     6. a wrapper: an external subroutine reducing its dummy arguments
+C     6. a reduction in a loop (persistent with --mode persistent on Open MPI)
+      T = 0.0D0
+      DO 60 K = 1, 3
+         S = DBLE(RANK + K)
+         CALL MPI_ALLREDUCE(S, U(1), 1, MPI_DOUBLE_PRECISION, MPI_SUM,
+     &                      MPI_COMM_WORLD, IERR)
+         T = T + U(1)
+   60 CONTINUE
+      IF (RANK .EQ. 0) WRITE (6, 100) 'LOOP', T
+C     7. a wrapper: an external subroutine reducing its dummy arguments
       CALL GTOTAL(X, N, Z)
       IF (RANK .EQ. 0) WRITE (6, 100) 'WRAPPER', Z(1) + Z(N)
       CALL MPI_FINALIZE(IERR)

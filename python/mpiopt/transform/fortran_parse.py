@@ -424,6 +424,9 @@ class _Converter:
             body.children[-1] = wrapper
             self.adopt(wrapper, last)
         self.adopt(loop, *header)
+        # the whole construct, to its END DO or terminal statement (the persistent writer's
+        # MPI_REQUEST_FREE goes after it)
+        loop.end = self._off(self._span(parts[-1])[1] + 1)
         return self.adopt(loop, body)
 
     # --- I/O ---------------------------------------------------------------------------------

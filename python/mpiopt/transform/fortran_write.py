@@ -10,6 +10,9 @@ then the text:
   … the statements the wait may move past …
   CALL MPI_WAIT(mpiopt_reqs(1), MPI_STATUS_IGNORE, mpiopt_ierr)
 
+(with --mode persistent on Open MPI, for a call in a loop whose arguments do not change in it:
+`CALL MPIX_ALLREDUCE_INIT(…, MPI_INFO_NULL, mpiopt_reqs(1), mpiopt_ierr)` before the loop,
+`CALL MPI_START(mpiopt_reqs(1), ierr)` in place of the call, `MPI_REQUEST_FREE` after the loop)
 with, before the first executable statement, `INTEGER mpiopt_reqs(N)` (`TYPE(MPI_Request)`
 with mpi_f08, whose ierror arguments are optional and left out of the waits), `INTEGER
 mpiopt_ierr` (the waits' own status variable, so that they never overwrite the program's)
@@ -47,7 +50,7 @@ from .effects import call_args
 from .engine import FileResult, Options, _FunctionEmitter
 from .fortran_analysis import analyse
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
-from .persistent import detect_target
+from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
 from .placement import Site, assign_slots, find_sites
 
 _TEMPORARY = "the compiler may pass a temporary copy that no longer exists when the call returns"
@@ -87,8 +90,11 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
             for s in todo:
                 s.action = "nonblocking"
                 if options.mode == "persistent":
-                    s.reason = "nonblocking, not persistent: the Fortran writer does not emit " \
-                               "persistent collectives yet"
+                    why = _not_persistent(s, ea, target)
+                    if why:
+                        s.reason = "nonblocking, not persistent: " + why
+                    else:
+                        s.action, s.loop = "persistent", enclosing_loop(s)
             writer.nslots = assign_slots(fn.body, todo)
             for s in todo:
                 placer.place(s)
@@ -133,6 +139,19 @@ def external_dummy(proc: Procedure, name: str) -> bool:
     MPI 4.1's `use mpi` interface takes no scalar. So such a buffer keeps its call blocking."""
     v = proc.scope.vars.get(name.lower())
     return proc.scope.host is None and v is not None and v.is_dummy
+
+
+def _not_persistent(s: Site, ea, target: Target) -> str:
+    """'' if the call can become <coll>_INIT before its loop + MPI_START in it (the shared loop
+    invariance test), else why not. Fortran's persistent collectives are written for Open MPI's
+    MPIX_ extension only: Debian's MPICH 4.0.2 returned wrong sums from Fortran's
+    MPI_ALLREDUCE_INIT in a 3-iteration test at 2 ranks (use mpi: garbage, mpi_f08: zeros)."""
+    if target.prefix != "MPIX":
+        return (f"{target.library or 'this MPI'}: persistent collectives from Fortran are written "
+                "for Open MPI's MPIX_ extension only")
+    if s.coll.name in target.broken:
+        return f"{target.library}'s persistent {s.coll.name} computes wrong results"
+    return why_not_persistent(s, ea)
 
 
 def _crosses_directive(unit: FortranUnit, proc: Procedure, s: Site) -> bool:
@@ -290,6 +309,8 @@ class _ProcedureWriter:
                 if role != "value" and str(a).upper() != "MPI_IN_PLACE":
                     buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
             edits.append(self._call(s, stmt))
+            if s.action == "persistent":
+                edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
         uses_flags = any(w.flag for s in sites for w in s.waits)
         at = self._off(self.proc.spec_end_line)
@@ -306,6 +327,19 @@ class _ProcedureWriter:
         if uses_flags:
             decl.append(f"{self.flags} = 0")
         edits.append(rewrite.Edit(at, at, "".join(self._lines(d, indent) for d in decl), -5))
+        if any(s.action == "persistent" for s in sites) and self.proc.binding != "mpif.h":
+            # Open MPI's MPIX_ routines: their module, first in the specification part
+            # (mpif.h needs nothing: the routines are external procedures there)
+            module = "mpi_f08_ext" if self.f08 else "mpi_ext"
+            head_end = self._first_line()
+            for c in self.proc.scope.node.children:
+                span = getattr(getattr(c, "item", None), "span", None)
+                if span:
+                    head_end = span[1]
+                    break
+            at_use = self._off(head_end + 1)
+            edits.append(rewrite.Edit(at_use, at_use, self._lines(
+                f"{self.kw('USE')} {module}", self._indent(self.proc.spec_end_line)), -30))
         return edits
 
     # --- pieces --------------------------------------------------------------------------------
@@ -362,12 +396,28 @@ class _ProcedureWriter:
                           else "I" + rest.lower())
         indent = self._indent(first)
         comment = _trailing_comment(self._raw(last))
+        if s.action == "persistent":
+            new = self.mpi("MPI_START")
+            args = [self.req(s.slot)] + actuals[n:]
         text = self._lines(f"{self.kw('CALL')} {new}({', '.join(args)})", indent)
         if comment:
             text = text[:-1] + "  " + comment + "\n"
         if any(w.flag for w in s.waits):
             text += self._lines(f"{self.flags}({s.slot + 1}) = 1", indent)
         return rewrite.Edit(self._off(first), self._off(last + 1), text)
+
+    def _persistent(self, s: Site, stmt) -> list[rewrite.Edit]:
+        """<coll>_INIT before the loop, MPI_REQUEST_FREE after it."""
+        loop = s.loop
+        actuals = [str(a) for a in stmt.children[1].children][:len(s.coll.roles)]
+        tail = "" if self.f08 else f", {self.ierr}"
+        init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPIX'))}(" \
+               f"{', '.join(actuals + [self.mpi('MPI_INFO_NULL'), self.req(s.slot)])}{tail})"
+        free = f"{self.kw('CALL')} {self.mpi('MPI_REQUEST_FREE')}({self.req(s.slot)}{tail})"
+        indent = self._indent(loop.line)
+        after = self.unit.text.count(b"\n", 0, loop.end - 1) + 2
+        return [rewrite.Edit(self._off(loop.line), self._off(loop.line), self._lines(init, indent), 5),
+                rewrite.Edit(self._off(after), self._off(after), self._lines(free, indent), 150 + s.slot)]
 
     def _wait_call(self, slots: list[int]) -> str:
         tail = "" if self.f08 else f", {self.ierr}"
