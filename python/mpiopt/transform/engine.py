@@ -63,6 +63,12 @@ class FileResult:
 
 def transform_file(path: str | Path, options: Options | None = None) -> FileResult:
     options = options or Options()
+    # --- language dispatch: Fortran has its own front end and writer (fortran_*.py) ---
+    from .fortran_parse import is_fortran
+    if is_fortran(path):
+        from .fortran_write import transform_fortran_file
+        return transform_fortran_file(path, options)
+    # --- end of language dispatch ---
     t0, cpu0 = time.perf_counter(), time.process_time()
     unit = parse(path, options.flavour, options.extra_args, options.compile_commands)
     target = detect_target(options.flavour, options.mpi_version)
