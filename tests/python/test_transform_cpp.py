@@ -150,13 +150,14 @@ def test_cpp_case_prints_the_same_as_the_original(tmp_path):
 
 
 def test_advise_transforms_cpp_files_of_the_profile(tmp_path):
-    """`mpiopt advise`'s transformation step takes the profile's C++ files too (it took *.c only)."""
+    """`mpiopt advise`'s transformation step takes the profile's C++ (and Fortran) files too (it
+    took *.c only); a file the profile does not name, or of another language, is not taken."""
     from mpiopt.advise.steps import _site_files
 
-    for name in ("a.cpp", "b.cc", "c.c", "d.f90", "e.cpp"):
+    for name in ("a.cpp", "b.cc", "c.c", "d.f90", "e.cpp", "f.py"):
         (tmp_path / name).write_text("")
-    sites = [{"file": f"/src/{n}", "debug_info": True} for n in ("a.cpp", "b.cc", "c.c", "d.f90")]
-    assert [f.name for f in _site_files(sites, tmp_path)] == ["a.cpp", "b.cc", "c.c"]
+    sites = [{"file": f"/src/{n}", "debug_info": True} for n in ("a.cpp", "b.cc", "c.c", "d.f90", "f.py")]
+    assert [f.name for f in _site_files(sites, tmp_path)] == ["a.cpp", "b.cc", "c.c", "d.f90"]
 
 
 def test_language_and_standard(tmp_path):

@@ -22,7 +22,7 @@ from .placement import Placer, Site
 
 class FortranPointsTo(PointsTo):
     def _call_value(self, call: Node):
-        if call.callee in self._defined:
+        if call.target in self._defined:
             return super()._call_value(call)
         return None
 

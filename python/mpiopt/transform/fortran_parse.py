@@ -482,7 +482,7 @@ class _Converter:
         else:
             target = self.sym.procedure(self.scope, name)
             callee = target.key if target is not None else name
-        call = self.node("CALL_EXPR", f, callee=callee)
+        call = self.node("CALL_EXPR", f, callee=callee, target=callee)   # keyed as unit.functions
         self.adopt(call, self.node("DECL_REF_EXPR", spelling=callee, ref_kind="func"))
         coll = COLLECTIVES.get(callee)
         if coll is not None:
