@@ -117,9 +117,14 @@ class TransformedBuild:
 
 
 def _site_files(sites: list[dict], copy: Path) -> list[Path]:
-    """The C files of the copy that hold call sites the profile has file:line for."""
+    """The C, C++ and Fortran files of the copy that hold call sites the profile has file:line
+    for."""
+    from ..transform.fortran_parse import is_fortran
+    from ..transform.parse import CXX_SUFFIXES
+
     names = {Path(s["file"]).name for s in sites if s["debug_info"] and s["file"]}
-    return sorted(f for f in copy.rglob("*.c") if f.name in names)
+    return sorted(f for f in copy.rglob("*") if f.name in names and f.is_file()
+                  and (f.suffix == ".c" or f.suffix in CXX_SUFFIXES or is_fortran(f)))
 
 
 def transform_and_build(prof_path: Path, prof: Profile, source: Path, build: str,
@@ -147,7 +152,8 @@ def transform_and_build(prof_path: Path, prof: Profile, source: Path, build: str
     shutil.copytree(source, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     files = _site_files(sites, copy)
     if not files:
-        raise StepSkipped(f"no C file under {source} holds a call site of the profile")
+        raise StepSkipped(f"no C, C++ or Fortran file under {source} holds a call site of the "
+                          "profile")
     db = copy / "compile_commands.json"
     if db.exists():
         # its entries name the files by absolute path, of the original tree: point them at the copy

@@ -1,4 +1,4 @@
-"""`mpiopt transform FILE.c…`: blocking MPI collectives -> nonblocking / persistent ones."""
+"""`mpiopt transform FILE.c|FILE.cpp…`: blocking MPI collectives -> nonblocking / persistent ones."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +14,7 @@ EXAMPLE = """examples:
   mpiopt transform cg.c --mode persistent -o cg_p.c --report
   mpiopt transform src/*.c --in-place --json     rewrite files, JSON report for scripts
   mpiopt transform cg.c --mpi mpich -- -DN=1000 -Iinclude   (clang flags after --)
+  mpiopt transform src/ComputeDotProduct_ref.cpp -- -Isrc   C++ (.cpp/.cc/.cxx/.C): parsed as C++
   mpiopt profile -np 8 --sites -- ./cg              (cg built with -g) then:
   mpiopt transform cg.c --profile mpiopt-profile.json --report    only calls >= 5 % of MPI time
   mpiopt transform cg.c --profile mpiopt-profile.json --top 2 -o cg_nb.c   the 2 costliest
@@ -58,16 +59,17 @@ def _add_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("transform", help="rewrite blocking MPI collectives into nonblocking or "
-                       "persistent ones (C sources)",
-                       description="Rewrites blocking MPI collectives in C files into nonblocking ones "
+                       "persistent ones (C and C++ sources)",
+                       description="Rewrites blocking MPI collectives in C and C++ files into nonblocking ones "
                        "with the wait as late as the data allow, or (in loops, --mode persistent) into "
-                       "persistent collectives. Parses with libclang using the chosen MPI's headers.",
+                       "persistent collectives. Parses with libclang using the chosen MPI's headers (the "
+                       "language from the file's suffix: .cpp/.cc/.cxx/.C/.hpp are C++).",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_options(p)
     # Everything from the first file on (options, files, `--` and compiler flags) is parsed again
     # in run(): argparse cannot mix positionals, options and a trailing `-- FLAGS` itself.
-    p.add_argument("files", nargs=argparse.REMAINDER, metavar="FILE.c ... [-- CLANG_FLAGS]",
-                   help="C sources; after `--`, extra compiler flags for libclang")
+    p.add_argument("files", nargs=argparse.REMAINDER, metavar="FILE.c|FILE.cpp ... [-- CLANG_FLAGS]",
+                   help="C or C++ sources; after `--`, extra compiler flags for libclang")
     p.set_defaults(func=run)
 
 

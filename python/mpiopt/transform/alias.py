@@ -4,13 +4,23 @@ Every variable has a location node; every node points to at most one other node 
 created on demand. An assignment `a = b` unifies what `a` points to with what `b` points to, so
 the analysis is flow- and context-insensitive, field- and element-insensitive (a struct or an
 array is one location), and runs in near-linear time. Two memory accesses may touch the same
-memory iff their nodes are the same after unification (`same`)."""
+memory iff their nodes are the same after unification (`same`).
+
+C++ (the Node fields the front end fills in): a reference is an implicitly dereferenced pointer
+(`double &r = recv;` makes `r` name `recv`'s location; a reference parameter binds to the
+argument's location); the object of a method is `this`, which stands for any memory the program
+may reach (`external`), so objects whose methods are called, class-typed variables (their
+constructors and destructors run) and variables a lambda captures are unified with it."""
 from __future__ import annotations
 
 from .calls import ALLOCATORS, LIBC, RETURNS_FIRST_ARGUMENT, is_mpi
-from .parse import Node, Unit
+from .parse import NESTED_CODE, Node, Unit, call_args, call_object
 
-_TRANSPARENT = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR"}
+# casts and wrappers whose value is their last child's
+TRANSPARENT = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR",
+               "CXX_REINTERPRET_CAST_EXPR", "CXX_CONST_CAST_EXPR", "CXX_DYNAMIC_CAST_EXPR",
+               "CXX_FUNCTIONAL_CAST_EXPR"}
+_TRANSPARENT = TRANSPARENT
 
 
 class AbsLoc:
@@ -38,13 +48,17 @@ class PointsTo:
     def __init__(self):
         self.locs: dict[str, AbsLoc] = {}      # declaration key -> location of the variable
         self.returns: dict[str, AbsLoc] = {}   # function name -> what its result points to
+        # memory code the analysis cannot see may reach; what it holds points into it again
+        # (unknown code may store any address it is given), so it is its own pointee
         self.external = AbsLoc("<external memory>", is_global=True)
+        self.external._pts = self.external
         self.sites: dict[int, AbsLoc] = {}
         self._defined: dict = {}
         self.owner: dict[str, str | None] = {}      # variable key -> function declaring it
         self.bindings: list = []                    # (callee, parameter index, argument, call)
         self.call_results: dict = {}                # id(call) -> (call, callee)
         self.clean: set = set()                     # (function, parameter index) kept apart
+        self.cxx = False
 
     # --- union-find with points-to -------------------------------------------------------
     def pts(self, n: AbsLoc) -> AbsLoc:
@@ -116,7 +130,16 @@ class PointsTo:
         if k in _TRANSPARENT and e.children:
             return self.lval(e.children[-1])
         if k == "DECL_REF_EXPR":
-            return self.var(e.ref, e.is_global) if e.ref_kind == "var" else None
+            if e.ref_kind != "var":
+                return None
+            loc = self.var(e.ref, e.is_global)
+            return self.pts(loc) if e.is_ref else loc        # a reference names its referee
+        if k == "CALL_EXPR" and e.is_ref:
+            return self._referenced_by_call(e)
+        if k == "MEMBER_REF_EXPR" and not e.children:                 # implicit this->field
+            if e.ref_kind != "field":
+                return None
+            return self.pts(self.external) if e.is_ref else self.external
         if k == "UNARY_OPERATOR" and e.op == "*":
             return self.val(e.children[0])
         if k == "ARRAY_SUBSCRIPT_EXPR":
@@ -124,11 +147,11 @@ class PointsTo:
             if shape_of(other) in ("pointer", "array") and shape_of(base) not in ("pointer", "array"):
                 base = other                                     # the i[a] spelling
             return self.val(base)
-        if k == "MEMBER_REF_EXPR" and e.children:
+        if k == "MEMBER_REF_EXPR" and e.children and e.ref_kind != "func":
             base = e.children[0]
-            if _is_arrow(e):
-                return self.val(base)
-            return self.lval(base)
+            obj = self.val(base) if _is_arrow(e) else self.lval(base)
+            # a reference member names its referee (field-insensitive: any the object holds)
+            return self.pts(obj) if e.is_ref and obj is not None else obj
         return None
 
     def val(self, e: Node) -> AbsLoc | None:
@@ -136,8 +159,10 @@ class PointsTo:
         k = e.kind
         if k in _TRANSPARENT and e.children:
             return self.val(e.children[-1])
+        if k == "CXX_THIS_EXPR":
+            return self.external
         if k in ("DECL_REF_EXPR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR") or \
-                (k == "UNARY_OPERATOR" and e.op == "*"):
+                (k == "UNARY_OPERATOR" and e.op == "*") or (k == "CALL_EXPR" and e.is_ref):
             loc = self.lval(e)
             if loc is None:
                 return None
@@ -165,13 +190,50 @@ class PointsTo:
             return self._call_value(e)
         if k == "COMPOUND_LITERAL_EXPR":
             return self._site(e, f"<compound literal at line {e.line}>")
+        if k == "CXX_NEW_EXPR":
+            return self._site(e, f"<new at line {e.line}>")
         return None
+
+    def operands(self, call: Node) -> list:
+        """What a call to code the analysis cannot see may reach through its operands: what the
+        arguments point to; in C++ also the arguments bound to non-const reference parameters
+        (all of them if the callee is not known) and the object of a method call."""
+        args = call_args(call)
+        out = [self.val(a) for a in args]
+        if self.cxx:
+            refs = call.arg_refs
+            out += [self.lval(a) for i, a in enumerate(args)
+                    if refs is None or (i < len(refs) and refs[i])]
+            obj = call_object(call)
+            if obj is not None:
+                out.append(self.object_location(call))
+        return [o for o in out if o is not None]
+
+    def object_location(self, call: Node) -> AbsLoc | None:
+        """The object a method / operator call works on (`this` inside the method)."""
+        obj = call_object(call)
+        if obj is None:
+            return None
+        if obj.kind == "MEMBER_REF_EXPR" and not obj.children:      # implicit this->f()
+            return self.external
+        if call.call_kind == "member" and _is_arrow(call.children[0]):
+            return self.val(obj)
+        return self.lval(obj) or self.val(obj)
+
+    def _referenced_by_call(self, call: Node) -> AbsLoc | None:
+        """The location a call returning a reference refers to."""
+        if call.target in self._defined:
+            return self._call_value(call)
+        out = self.external          # unknown code: anything its operands or globals reach
+        for a in self.operands(call):
+            out = self.join(out, a)
+        return out
 
     def _call_value(self, call: Node) -> AbsLoc | None:
         name = call.callee
-        if name in self._defined:
+        if call.target in self._defined:
             # bound to the callee's result after the analysis (see _bind_calls)
-            self.call_results.setdefault(id(call), (call, name))
+            self.call_results.setdefault(id(call), (call, call.target))
             return self._site(call, f"<{name}() at line {call.line}>")
         if name in ALLOCATORS:
             return self._site(call, f"<{name} at line {call.line}>")
@@ -183,23 +245,59 @@ class PointsTo:
             return None
         # unknown code may return a pointer to anything its arguments or globals reach
         out = self.external
-        for a in call.children[1:]:
-            out = self.join(out, self.val(a))
+        for a in self.operands(call):
+            out = self.join(out, a)
         return out
 
     # --- the analysis --------------------------------------------------------------------------
     def analyse(self, unit: Unit) -> "PointsTo":
         self._defined = unit.functions
+        self.cxx = unit.lang == "c++"
         for g in unit.globals:
             self.owner[g.ref] = None
             self._visit(g, None)
         for fn in unit.functions.values():
             for p in fn.params:
-                self.owner[p] = ("param", fn.name, p)   # each parameter owns what it reaches
+                self.owner[p] = ("param", fn.key, p)    # each parameter owns what it reaches
                 self.var(p)
-            self._visit(fn.body, fn.name)
+            self._visit(fn.body, fn.key)
+        if self.cxx:
+            self._escape_captures(unit)
+            self._constructor_initialisers(unit)
         self._bind_calls()
         return self
+
+    def _constructor_initialisers(self, unit: Unit):
+        """A constructor's member initialisers (`: target(t), n(0)`) store into `this`, which is
+        external memory: what they point to, or refer to, becomes reachable from it."""
+        for fn in unit.functions.values():
+            if fn.node.kind != "CONSTRUCTOR":
+                continue
+            for c in fn.node.children:
+                if c is fn.body or c.kind in ("PARM_DECL", "MEMBER_REF", "TYPE_REF", "NAMESPACE_REF"):
+                    continue
+                for e in (c,) + tuple(x for x in c.walk() if x.kind == "DECL_REF_EXPR"):
+                    self.join(self.external, self.val(e))
+                    self.join(self.external, self.lval(e))
+
+    def _escape_captures(self, unit: Unit):
+        """Variables a lambda uses from its enclosing functions escape: the closure may run in
+        any call the analysis does not follow (it is passed on, stored, called through
+        operator())."""
+        for fn in unit.functions.values():
+            if fn.node.kind != "LAMBDA_EXPR":
+                continue
+            own = {n.ref for n in fn.node.walk() if n.kind in ("VAR_DECL", "PARM_DECL")}
+            for n in fn.body.walk():
+                if n.kind == "DECL_REF_EXPR" and n.ref_kind == "var" and not n.is_global \
+                        and n.ref not in own:
+                    self.join(self.var(n.ref), self.external)
+
+    def arg_location(self, fn: str, i: int, arg: Node) -> AbsLoc | None:
+        """What parameter i of `fn` is bound to: the argument's value, or for a reference
+        parameter the argument's location."""
+        refs = self._defined[fn].param_refs
+        return self.lval(arg) if i < len(refs) and refs[i] else self.val(arg)
 
     # --- calls: parameters kept apart per call site where that is sound -----------------------
     def _bind_calls(self):
@@ -215,14 +313,15 @@ class PointsTo:
             for fn, i, arg, call in self.bindings:
                 if (fn, i) not in self.clean and (id(call), i) not in done_args:
                     done_args.add((id(call), i))
-                    self.join(self.pts(self.var(self._defined[fn].params[i])), self.val(arg))
+                    self.join(self.pts(self.var(self._defined[fn].params[i])),
+                              self.arg_location(fn, i, arg))
                     changed = True
             for key, (call, fn) in self.call_results.items():
                 i = self.returned_parameter(fn)
                 site = self._site(call, "")
-                if i is not None and i + 1 < len(call.children) and key not in done_val:
+                if i is not None and i < len(call_args(call)) and key not in done_val:
                     done_val.add(key)
-                    self.join(site, self.val(call.children[i + 1]))
+                    self.join(site, self.arg_location(fn, i, call_args(call)[i]))
                     changed = True
                 elif i is None and key not in done_ret:
                     done_ret.add(key)
@@ -290,10 +389,10 @@ class PointsTo:
         out: dict[int, list] = {}
         params = self._defined[fn].params
         for i, p in enumerate(params):
-            if (fn, i) not in self.clean or i + 1 >= len(call.children):
+            if (fn, i) not in self.clean or i >= len(call_args(call)):
                 continue
             callee_chain = self._chain(self.pts(self.var(p)))
-            arg = self.val(call.children[i + 1])
+            arg = self.arg_location(fn, i, call_args(call)[i])
             for depth, c in enumerate(callee_chain):
                 if arg is None:
                     break
@@ -306,7 +405,18 @@ class PointsTo:
         if k == "VAR_DECL":
             self.owner.setdefault(n.ref, None if n.is_global else fn)
             loc = self.var(n.ref, n.is_global)
-            for init in n.children:
+            if self.cxx and n.shape == "record":
+                self.join(loc, self.external)       # its constructor and destructor see `this`
+            inits = [c for c in n.children if c.kind not in _NOT_INITIALISERS]
+            if self.cxx and inits and inits[-1].kind == "INIT_LIST_EXPR":
+                # aggregate initialisation may bind reference members to its lvalue elements
+                for el in inits[-1].walk():
+                    if el.kind != "INIT_LIST_EXPR":
+                        self.join(self.pts(loc), self.lval(el))
+            if n.is_ref and inits:
+                self.join(self.pts(loc), self.lval(inits[-1]) or self.val(inits[-1]))
+                inits = []
+            for init in inits:
                 if init.kind == "INIT_LIST_EXPR":
                     for el in init.walk():
                         if el is not init and el.kind not in ("INIT_LIST_EXPR",):
@@ -317,11 +427,20 @@ class PointsTo:
             lhs = self.lval(n.children[0])
             if lhs is not None:
                 self.join(self.pts(lhs), self.val(n.children[1]))
+        elif k == "CXX_FOR_RANGE_STMT" and len(n.children) >= 2 and n.children[0].kind == "VAR_DECL":
+            # the loop variable is (a reference to / a copy of) an element of the range
+            var, rng = n.children[0], n.children[1]
+            elements = self.lval(rng) or self.val(rng)
+            if elements is not None:
+                self.join(self.pts(self.var(var.ref)),
+                          elements if var.is_ref else self.pts(elements))
         elif k == "CALL_EXPR":
-            target = self._defined.get(n.callee)
+            if self.cxx and call_object(n) is not None:
+                self.join(self.object_location(n), self.external)
+            target = self._defined.get(n.target)
             if target is not None:
-                for i, arg in enumerate(n.children[1:len(target.params) + 1]):
-                    self.bindings.append((n.callee, i, arg, n))
+                for i, arg in enumerate(call_args(n)[:len(target.params)]):
+                    self.bindings.append((n.target, i, arg, n))
                     self.val(arg)
                 self.val(n)
             elif n.callee in ("strtol", "strtod") and len(n.children) > 2:
@@ -334,9 +453,14 @@ class PointsTo:
             else:
                 self.val(n)      # unknown callees: unify what the arguments point to
         elif k == "RETURN_STMT" and fn and n.children:
-            self.join(self.ret(fn), self.val(n.children[0]))
+            e = n.children[0]
+            self.join(self.ret(fn), self.lval(e) if self._defined[fn].returns_ref else self.val(e))
         for c in n.children:
-            self._visit(c, fn)
+            if c.kind not in NESTED_CODE:        # lambdas, local classes: functions of their own
+                self._visit(c, fn)
+
+
+_NOT_INITIALISERS = {"TYPE_REF", "NAMESPACE_REF", "TEMPLATE_REF"}
 
 
 def _strip(e: Node) -> Node:

@@ -7,9 +7,13 @@ Each blocking collective with a nonblocking form is listed with the role of ever
   bcast     read at the root, written at the other ranks
   array     counts / displacements / datatypes arrays: read until completion
   value     passed by value (count, datatype, op, root, comm): nothing to protect
+  status    (point-to-point receives) the MPI_Status the call fills in: written at completion
 
 A `@root` suffix marks arguments significant at the root only (so non-root ranks may wait later,
-the paper's figures 7-8)."""
+the paper's figures 7-8).
+
+Point-to-point calls with a nonblocking form are listed the same way (POINT_TO_POINT): a send's
+buffer is read until the wait, a receive's buffer and status written at the wait."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,10 +26,17 @@ class Collective:
     name: str                  # blocking name, e.g. MPI_Allreduce
     roles: tuple               # one role per argument
     root: int | None = None    # index of the root argument of rooted collectives
+    comm_index: int | None = None   # where it is not the last argument (MPI_Recv)
+    p2p: bool = False          # a point-to-point call
 
     @property
     def comm(self) -> int:
-        return len(self.roles) - 1          # the communicator is always the last argument
+        return len(self.roles) - 1 if self.comm_index is None else self.comm_index
+
+    @property
+    def status(self) -> int | None:
+        """Index of the status argument (a receive's), which moves to the wait."""
+        return self.roles.index("status") if "status" in self.roles else None
 
     @property
     def nonblocking(self) -> str:
@@ -66,12 +77,30 @@ _TABLE = [
 
 COLLECTIVES = {c.name: c for c in _TABLE}
 
+# Blocking point-to-point calls rewritten as nonblocking ones (posting order unchanged, so the
+# matching order of messages is the same). MPI_Sendrecv, MPI_Bsend, MPI_Rsend and probes stay.
+POINT_TO_POINT = {c.name: c for c in [
+    Collective("MPI_Send", tuple("send value value value value value".split()), p2p=True),
+    Collective("MPI_Ssend", tuple("send value value value value value".split()), p2p=True),
+    Collective("MPI_Recv", tuple("recv value value value value value status".split()),
+               comm_index=5, p2p=True),
+]}
+# every call the transformer rewrites
+REWRITABLE = {**COLLECTIVES, **POINT_TO_POINT}
+
 # MPI calls whose effects are understood: (argument index written, …); nothing else is touched.
 MPI_UNDERSTOOD = {
     "MPI_Comm_rank": (1,), "MPI_Comm_size": (1,), "MPI_Comm_test_inter": (1,),
     "MPI_Initialized": (0,), "MPI_Finalized": (0,), "MPI_Type_size": (1,),
     "MPI_Get_processor_name": (0, 1),
 }
+
+# Nonblocking point-to-point calls already in the program: (role, buffer index, request index).
+# The buffer is read (send) or written (receive) from the call on, until the request's wait.
+NONBLOCKING_P2P = {"MPI_Isend": ("send", 0, 6), "MPI_Issend": ("send", 0, 6),
+                   "MPI_Irecv": ("recv", 0, 6)}
+# Waits on requests: (index of the request or request array, index of the status(es)).
+MPI_WAITS = {"MPI_Wait": (0, 1), "MPI_Waitall": (1, 2)}
 
 # MPI calls that must never be overlapped with a pending collective (the paper's special operations).
 MPI_SYNCHRONISING = {"MPI_Wtime", "MPI_Barrier", "MPI_Finalize", "MPI_Abort"}

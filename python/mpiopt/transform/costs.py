@@ -214,6 +214,10 @@ class Selector:
         if self.min_percent is not None and percent < self.min_percent:
             out["reason"] = (f"below threshold: {_fmt_pct(percent)} % of MPI time "
                              f"(threshold {_fmt_pct(self.min_percent)} %)")
+        elif self.top is not None and rank == 0:
+            # point-to-point sites are rewritten too, but --top ranks collective sites only
+            out["reason"] = (f"not in top {self.top}: only collective sites are ranked "
+                             f"({_fmt_pct(percent)} % of MPI time)")
         elif self.top is not None and rank > self.top:
             out["reason"] = (f"not in top {self.top}: #{rank} by time "
                              f"({_fmt_pct(percent)} % of MPI time)")

@@ -4,17 +4,24 @@
 code the tool cannot see (with what their arguments point to), and whether it must not be crossed
 by a pending collective at all (`stop`: a jump out, a label, a synchronising or unknown MPI call,
 a call that never returns). Calls to functions defined in the translation unit use the callee's
-summary: the union of the effects of its body, computed to a fixpoint so recursion terminates."""
+summary: the union of the effects of its body, computed to a fixpoint so recursion terminates.
+
+C++: a `throw` stops a wait (the request would stay pending while the stack unwinds); a call
+that may throw (neither noexcept nor extern "C", and not a function of the file whose body
+cannot throw) is recorded in `throws`, which placement.py treats as a stop unless the function
+being transformed is noexcept and has no try block (then an exception ends the program in
+std::terminate and never reaches code that could use the buffers)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .alias import AbsLoc, PointsTo, find, shape_of
-from .calls import COLLECTIVES, LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, NO_RETURN, is_mpi
-from .parse import Node, Unit
+from .alias import TRANSPARENT, AbsLoc, PointsTo, find, shape_of
+from .calls import (LIBC, MPI_SYNCHRONISING, MPI_UNDERSTOOD, MPI_WAITS, NO_RETURN, NONBLOCKING_P2P,
+                    REWRITABLE, is_mpi)
+from .parse import LOCAL_CLASS_KINDS, Node, Unit, call_args, call_object  # noqa: F401 (call_args: re-exported)
 
-_TRANSPARENT = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR"}
-_LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT"}
+_TRANSPARENT = TRANSPARENT
+_LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"}
 # C library calls with effects a barrier may be ordering (output, files, time)
 _IO = {"printf", "fprintf", "puts", "fputs", "putchar", "fputc", "fflush", "clock", "time"}
 
@@ -26,6 +33,7 @@ class Effects:
     unknown: list = field(default_factory=list)   # (callee name, [AbsLoc of arguments], Node)
     stop: tuple | None = None                     # (why, Node): nothing pending may cross it
     io: Node | None = None                        # a call with effects outside memory (I/O, MPI)
+    throws: tuple | None = None                   # (why, Node): C++ code that may throw
 
     def read(self, loc: AbsLoc | None, node: Node):
         if loc is not None:
@@ -61,9 +69,13 @@ class Effects:
             self.io = at or other.io
         if keep_stop and other.stop and self.stop is None:
             self.stop = (other.stop[0], at or other.stop[1])
+        if other.throws and self.throws is None:
+            self.throws = other.throws if at is None else \
+                (f"calls {at.callee or 'a function'}, which {other.throws[0]}", at)
 
     def size(self) -> int:
-        return len(self.reads) + len(self.writes) + len(self.unknown) + (self.stop is not None)
+        return len(self.reads) + len(self.writes) + len(self.unknown) + (self.stop is not None) + \
+            (self.throws is not None)
 
 
 def strip(e: Node) -> Node:
@@ -72,22 +84,32 @@ def strip(e: Node) -> Node:
     return e
 
 
-def call_args(call: Node) -> list[Node]:
-    return call.children[1:]
-
-
 class EffectAnalysis:
     def __init__(self, unit: Unit, pts: PointsTo):
         self.unit, self.pts = unit, pts
-        self.summaries: dict[str, Effects] = {}
+        self.summaries: dict[str, Effects] = {}        # by function key (USR in C++)
+        self.cxx = unit.lang == "c++"
+        self.receive_buffers = self._receive_buffers()
         self._cache: dict[int, Effects] = {}
         self._compute_summaries()
         self.global_reach = self._reachable_from_globals()
 
+    def _receive_buffers(self) -> list:
+        """What the file's nonblocking receives receive into: written when any wait completes."""
+        out = []
+        for fn in self.unit.functions.values():
+            for n in fn.body.walk():
+                spec = NONBLOCKING_P2P.get(n.callee) if n.kind == "CALL_EXPR" else None
+                if spec and spec[0] == "recv" and len(call_args(n)) > spec[1]:
+                    loc = self.pts.val(call_args(n)[spec[1]])
+                    if loc is not None:
+                        out.append(loc)
+        return out
+
     # --- summaries -------------------------------------------------------------------------
     def _compute_summaries(self):
-        for name in self.unit.functions:
-            self.summaries[name] = Effects()
+        for key in self.unit.functions:
+            self.summaries[key] = Effects()
         for _ in range(50):      # fixpoint over the call graph (recursion, call chains)
             before = sum(s.size() for s in self.summaries.values())
             for name, fn in self.unit.functions.items():
@@ -121,6 +143,8 @@ class EffectAnalysis:
 
     def _stmt(self, n: Node, eff: Effects, loops: int, switches: int, summary: bool):
         k = n.kind
+        if k in LOCAL_CLASS_KINDS:         # a class declared in a body: its methods run elsewhere
+            return
         if k == "RETURN_STMT":
             if not summary:
                 eff.stop_at("return", n)
@@ -153,11 +177,15 @@ class EffectAnalysis:
             return
         if k.endswith("_STMT") or k in ("VAR_DECL",):
             if k == "VAR_DECL":
-                inits = [c for c in n.children if c.kind not in ("TYPE_REF",)]
+                inits = [c for c in n.children if c.kind not in ("TYPE_REF", "NAMESPACE_REF",
+                                                                  "TEMPLATE_REF")]
                 if inits:
                     eff.write(self.pts.var(n.ref, n.is_global), n)
                 for c in inits:
-                    self.expr(c, eff)
+                    if n.is_ref:              # binding a reference reads nothing but the address
+                        self.address(c, eff)
+                    else:
+                        self.expr(c, eff)
                 return
             for c in n.children:
                 self._stmt(c, eff, loops, switches, summary)
@@ -190,8 +218,31 @@ class EffectAnalysis:
             self.expr(e.children[1], eff)
         elif k == "CALL_EXPR":
             self.call(e, eff)
+            if e.is_ref:                      # the value of the referenced object is used
+                eff.read(self.pts.lval(e), e)
         elif k in ("CXX_UNARY_EXPR", "UNARY_EXPR"):      # sizeof / alignof: not evaluated
             return
+        elif k == "CXX_THROW_EXPR":
+            for c in e.children:
+                self.expr(c, eff)
+            eff.stop_at("throw", e)
+        elif k == "LAMBDA_EXPR":
+            # creating the closure copies what it captures by value; its body runs elsewhere
+            own = {n.ref for n in e.walk() if n.kind in ("VAR_DECL", "PARM_DECL")}
+            for n in e.walk():
+                if n.kind == "DECL_REF_EXPR" and n.ref_kind == "var" and n.ref not in own:
+                    eff.read(self.pts.lval(n), e)
+        elif k == "CXX_NEW_EXPR":
+            for c in e.children:
+                self.expr(c, eff)
+            if eff.throws is None:
+                eff.throws = ("allocates with new, which may throw std::bad_alloc", e)
+        elif k == "CXX_DELETE_EXPR":
+            for c in e.children:
+                self.expr(c, eff)
+            target = self.pts.val(e.children[-1]) if e.children else None
+            eff.write(target, e)                 # ends the object's life, like free()
+            eff.unknown.append(("a destructor", [target] if target else [], e))
         else:
             for c in e.children:
                 if c.kind.endswith("_STMT"):          # GNU statement expressions
@@ -216,8 +267,8 @@ class EffectAnalysis:
         """Effects of computing the address of lvalue `e` (indices, pointers read), not of `e`."""
         e = strip(e)
         k = e.kind
-        if k == "DECL_REF_EXPR":
-            return
+        if k in ("DECL_REF_EXPR", "CXX_THIS_EXPR") or (k == "MEMBER_REF_EXPR" and not e.children):
+            return                 # a variable, or a member of *this (`this` itself is not memory)
         if k == "UNARY_OPERATOR" and e.op == "*":
             self.expr(e.children[0], eff)
         elif k == "ARRAY_SUBSCRIPT_EXPR":
@@ -234,16 +285,18 @@ class EffectAnalysis:
 
     # --- calls -------------------------------------------------------------------------------
     def buffer_accesses(self, call: Node) -> list:
-        """(location, written?, argument, role) for the buffers and arrays a collective uses."""
-        coll = COLLECTIVES[call.callee]
+        """(location, written?, argument, role) for the buffers and arrays a collective (or a
+        point-to-point call) uses."""
+        coll = REWRITABLE[call.callee]
         args = call_args(call)
         in_place = any(self.is_in_place(a) for a in args)
         out = []
         for role, arg in zip(coll.roles, args):
             base = role.split("@")[0]
-            if base == "value" or self.is_in_place(arg) or self.is_null(arg):
+            if base == "value" or self.is_in_place(arg) or self.is_null(arg) or \
+                    (base == "status" and self.is_status_ignore(arg)):
                 continue
-            written = base in ("recv", "bcast") or (in_place and base == "send")
+            written = base in ("recv", "bcast", "status") or (in_place and base == "send")
             out.append((self.pts.val(arg), written, arg, role))
         return out
 
@@ -251,8 +304,11 @@ class EffectAnalysis:
         text = self.text(arg).strip()
         return text == "MPI_IN_PLACE" or text.endswith("MPI_IN_PLACE)")
 
+    def is_status_ignore(self, arg: Node) -> bool:
+        return self.text(arg).strip() == "MPI_STATUS_IGNORE"
+
     def is_null(self, arg: Node) -> bool:
-        return self.text(arg).strip() in ("NULL", "0", "((void *)0)", "(void *)0")
+        return self.text(arg).strip() in ("NULL", "0", "((void *)0)", "(void *)0", "nullptr")
 
     def text(self, n: Node) -> str:
         return self.unit.text[n.start:n.end].decode(errors="replace")
@@ -260,21 +316,48 @@ class EffectAnalysis:
     def call(self, call: Node, eff: Effects):
         for a in call_args(call):
             self.expr(a, eff)
+        obj = call_object(call)
+        if obj is not None and obj.kind != "MEMBER_REF_EXPR":
+            self.expr(obj, eff)
         name = call.callee
         args = call_args(call)
-        if (name not in LIBC and name not in self.unit.functions) or name in _IO:
+        defined = call.target in self.unit.functions
+        if (name not in LIBC and not defined) or name in _IO:
             eff.io = eff.io or call
+        if self.cxx and not defined and not call.nothrow and eff.throws is None:
+            eff.throws = (f"calls {name or 'a function through a pointer'}, which may throw "
+                          "(not noexcept)", call)
         if not name:
-            eff.unknown.append(("(function pointer)", [self.pts.val(a) for a in args], call))
+            eff.unknown.append(("(function pointer)", self.pts.operands(call), call))
             return
         if name in MPI_SYNCHRONISING:
             eff.stop_at(f"calls {name}", call)
             return
-        if name in COLLECTIVES:
+        if name in REWRITABLE:
             for loc, written, _arg, _role in self.buffer_accesses(call):
                 eff.read(loc, call)
                 if written:
                     eff.write(loc, call)
+            return
+        if name in NONBLOCKING_P2P and len(args) > 6:
+            role, buf, req = NONBLOCKING_P2P[name]
+            data = self.pts.val(args[buf])
+            eff.read(data, call)
+            if role == "recv":
+                eff.write(data, call)
+            eff.write(self.pts.val(args[req]), call)          # the request handle
+            return
+        if name in MPI_WAITS and len(args) > max(MPI_WAITS[name]):
+            req, status = MPI_WAITS[name]
+            handles = self.pts.val(args[req])
+            eff.write(handles, call)                          # set to MPI_REQUEST_NULL
+            # which receive a request belongs to is not tracked: a wait may complete any receive
+            # posted in this file, or by code the analysis cannot see (into escaped memory)
+            for loc in self.receive_buffers:
+                eff.write(loc, call)
+            eff.write(self.pts.external, call)
+            if self.text(args[status]).strip() not in ("MPI_STATUS_IGNORE", "MPI_STATUSES_IGNORE"):
+                eff.write(self.pts.val(args[status]), call)
             return
         if name in MPI_UNDERSTOOD:
             for i in MPI_UNDERSTOOD[name]:
@@ -284,12 +367,12 @@ class EffectAnalysis:
         if is_mpi(name):
             eff.stop_at(f"calls {name}, which the transformer does not model", call)
             # and it may write through any argument (MPI_Comm_split(…, &comm) changes `comm`)
-            eff.unknown.append((name, [self.pts.val(a) for a in args], call))
+            eff.unknown.append((name, self.pts.operands(call), call))
             return
-        if name in self.unit.functions:
-            summary = self.summaries.get(name)
+        if defined:
+            summary = self.summaries.get(call.target)
             if summary is not None:
-                eff.merge(summary, at=call, subst=self.pts.substitution(name, call))
+                eff.merge(summary, at=call, subst=self.pts.substitution(call.target, call))
                 if summary.stop:
                     eff.stop = eff.stop or (f"calls {name}, which {summary.stop[0]}", call)
             return
@@ -311,4 +394,4 @@ class EffectAnalysis:
                 if i < len(args):
                     eff.write(self.pts.val(args[i]), call)
             return
-        eff.unknown.append((name, [self.pts.val(a) for a in args], call))
+        eff.unknown.append((name, self.pts.operands(call), call))

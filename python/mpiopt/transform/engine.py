@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import rewrite
 from .alias import analyse as points_to
+from .calls import REWRITABLE
 from .effects import EffectAnalysis, call_args
 from .parse import Function, Unit, parse
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
@@ -62,6 +63,12 @@ class FileResult:
 
 def transform_file(path: str | Path, options: Options | None = None) -> FileResult:
     options = options or Options()
+    # --- language dispatch: Fortran has its own front end and writer (fortran_*.py) ---
+    from .fortran_parse import is_fortran
+    if is_fortran(path):
+        from .fortran_write import transform_fortran_file
+        return transform_fortran_file(path, options)
+    # --- end of language dispatch ---
     t0, cpu0 = time.perf_counter(), time.process_time()
     unit = parse(path, options.flavour, options.extra_args, options.compile_commands)
     target = detect_target(options.flavour, options.mpi_version)
@@ -77,7 +84,7 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     needs_ext_header = False
     for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
         emitter = _FunctionEmitter(unit, fn, ea, options, target)
-        sites = find_sites(unit, fn.name, ea)
+        sites = find_sites(unit, fn.key, ea)
         if options.select is not None:
             for s in sites:
                 last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
@@ -89,9 +96,12 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
             emitter.decide(todo, placer)
             edits += emitter.emit(todo)
             if any(s.rank_guard for s in todo) and helper_at is None:
-                helper_at = rewrite.line_start(unit.text, fn.node.start)
+                # at file scope (C++: before the namespace or class holding the function)
+                helper_at = rewrite.line_start(unit.text, fn.top_start)
             needs_ext_header |= any(s.action == "persistent" for s in todo)
         reports += [emitter.report(s) for s in sites]
+    reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
+                for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in REWRITABLE]
     text = unit.text
     if helper_at is not None and b"mpiopt_is_root(MPI_Comm" not in text:
         edits.append(rewrite.Edit(helper_at, helper_at, IS_ROOT_HELPER, -10))
@@ -115,7 +125,9 @@ class _FunctionEmitter:
     def decide(self, sites: list[Site], placer: Placer):
         for s in sites:
             s.action = "nonblocking"
-            if self.options.mode == "persistent":
+            if self.options.mode == "persistent" and s.coll.p2p:
+                s.reason = "nonblocking, not persistent: persistent point-to-point is not implemented"
+            elif self.options.mode == "persistent":
                 why = why_not_persistent(s, self.ea)
                 if not why and not self.target.has_persistent:
                     why = f"MPI-{self.target.version} target has no persistent collectives"
@@ -173,17 +185,27 @@ class _FunctionEmitter:
         else:
             name_end = call.start + len(call.callee)
             edits.append(rewrite.Edit(call.start, name_end, s.coll.nonblocking))
-            close = call.end - 1
-            assert src[close:close + 1] == b")", "call does not end with ')'"
-            edits.append(rewrite.Edit(close, close, f", {self.req(k)}"))
+            if s.coll.status is not None:        # MPI_Recv's status goes to the wait
+                status = call_args(call)[s.coll.status]
+                edits.append(rewrite.Edit(status.start, status.end, self.req(k)))
+            else:
+                close = call.end - 1
+                assert src[close:close + 1] == b")", "call does not end with ')'"
+                edits.append(rewrite.Edit(close, close, f", {self.req(k)}"))
         if any(w.flag for w in s.waits):
             semi = _after_semicolon(src, call.end)
             edits.append(rewrite.Edit(semi, semi, f" {self.flags}[{k}] = 1;"))
         return edits
 
+    def _status(self, site: Site) -> str:
+        """The status a wait fills in: a receive's own status argument, else the site's slot."""
+        if site.coll.status is not None:
+            return " ".join(self.ea.text(call_args(site.call)[site.coll.status]).split())
+        return f"&{self.stats}[{site.slot}]"
+
     def _wait_text(self, w: Wait) -> str:
         k = w.site.slot
-        call = f"MPI_Wait({self.req(k)}, &{self.stats}[{k}]);"
+        call = f"MPI_Wait({self.req(k)}, {self._status(w.site)});"
         cond = []
         if w.flag:
             cond.append(f"{self.flags}[{k}]")
@@ -200,7 +222,7 @@ class _FunctionEmitter:
             groups.setdefault((w.block.start, w.index), []).append(w)
         for (_, index), group in groups.items():
             group.sort(key=lambda w: w.site.slot)
-            plain = [w for w in group if not w.flag and not w.guard]
+            plain = [w for w in group if not w.flag and not w.guard and w.site.coll.status is None]
             slots = sorted({w.site.slot for w in plain})
             lines = []
             if len(slots) > 1 and slots[-1] - slots[0] + 1 == len(slots):
@@ -209,7 +231,7 @@ class _FunctionEmitter:
             else:
                 lines += [self._wait_text(w) for w in plain]
             for w in group:
-                if w.flag or w.guard:
+                if w.flag or w.guard or w.site.coll.status is not None:
                     t = self._wait_text(w)
                     if t not in lines:
                         lines.append(t)
@@ -253,6 +275,13 @@ class _FunctionEmitter:
             out["reason"] = (f"wait moved past {moved} statement(s)" if moved
                              else "no independent work: wait right after the call")
         return out
+
+
+def _untransformed_site(unit: Unit, fn_name: str, call, why: str) -> dict:
+    col = call.start - rewrite.line_start(unit.text, call.start) + 1
+    return {"file": str(unit.path), "line": call.line, "column": col, "function": fn_name,
+            "call": call.callee, "action": "unchanged", "reason": f"left blocking: {why}",
+            "request": None, "waits": []}
 
 
 def _fresh(name: str, text: bytes) -> str:

@@ -19,7 +19,7 @@ from .effects import EffectAnalysis, Effects, call_args
 from .parse import Node, mpi_compile_flags
 from .placement import Site, side_effect_free
 
-LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT"}
+LOOPS = {"FOR_STMT", "WHILE_STMT", "DO_STMT", "CXX_FOR_RANGE_STMT"}
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def why_not_persistent(site: Site, ea: EffectAnalysis) -> str:
         return "the loop is not a statement of a { } block (no room for the init)"
     decls = set()
     for n in loop.walk():
-        if n.kind in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT"):
+        if n.kind in ("RETURN_STMT", "GOTO_STMT", "INDIRECT_GOTO_STMT", "LABEL_STMT", "CXX_THROW_EXPR"):
             return f"the loop can be left or entered by {n.kind.split('_')[0].lower()} " \
                    f"(line {n.line}): the persistent request could leak"
         if n.kind == "VAR_DECL":

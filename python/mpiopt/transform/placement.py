@@ -2,7 +2,9 @@
 
 A wait moves forward from its call through the statements of the block until one of them
 conflicts with the pending collective (effects.py decides), a jump or label stops it, or the
-block ends. At the end of an `if` branch (or a nested `{}` block) it may continue after the `if`
+block ends. C++: code that may throw stops it too, unless the function is noexcept without a
+try block (effects.py), and so does the end of a block declaring a class object (its destructor
+runs there). At the end of an `if` branch (or a nested `{}` block) it may continue after the `if`
 in the enclosing block, guarded by a flag set at the start, unless a buffer is declared in the
 block being left. It never leaves a loop body or the function.
 
@@ -13,9 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .calls import COLLECTIVES, Collective
+import re
+
+from .calls import REWRITABLE, Collective
 from .effects import EffectAnalysis, Effects, call_args, strip
-from .parse import Node, Unit
+from .parse import FUNCTION_KIND_NAMES, Node, Unit, own_nodes
 
 EXPR_PARENTS_RESULT_USED = "its result is used in an expression"
 _LABELS = {"CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"}
@@ -49,16 +53,18 @@ class Site:
     loop: Node | None = None            # persistent mode: the loop the init is hoisted out of
     rank_guard: bool = False
     profile: dict | None = None         # --profile: costs.Selector.decide's word on this call
+    may_unwind: bool = False            # C++: an exception could leave the function while pending
 
 
-def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
+def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
     """Every call of a blocking collective in a function, with why it cannot be transformed."""
-    fn = unit.functions[fn_name]
+    fn = unit.functions[fn_key]
+    may_unwind = unit.lang == "c++" and not (fn.is_noexcept and not fn.has_try)
     sites = []
-    for n in fn.body.walk():
-        if n.kind != "CALL_EXPR" or n.callee not in COLLECTIVES:
+    for n in own_nodes(fn.body):
+        if n.kind != "CALL_EXPR" or n.callee not in REWRITABLE:
             continue
-        site = Site(call=n, function=fn_name, coll=COLLECTIVES[n.callee])
+        site = Site(call=n, function=fn.name, coll=REWRITABLE[n.callee], may_unwind=may_unwind)
         sites.append(site)
         parent, stmt = n.parent, n
         # `case 1: MPI_Bcast(…);`: the labelled statement stands for the call in its block
@@ -81,6 +87,10 @@ def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
         if any("MPI_BOTTOM" in ea.text(a) for a in args):
             site.reason = "left blocking: MPI_BOTTOM (absolute addresses) hides the buffers"
             continue
+        why = _why_not_point_to_point(site, args, ea) if site.coll.p2p else ""
+        if why:
+            site.reason = f"left blocking: {why}"
+            continue
         site.block, site.index = parent, parent.children.index(stmt)
         site.in_place = any(ea.is_in_place(a) for a in args)
         site.accesses = ea.buffer_accesses(n)
@@ -90,6 +100,25 @@ def find_sites(unit: Unit, fn_name: str, ea: EffectAnalysis) -> list[Site]:
             site.block = None
             continue
     return sites
+
+
+_STATUS_AT_WAIT = re.compile(r"^(MPI_STATUS_IGNORE|&\s*[A-Za-z_]\w*)$")
+
+
+def _why_not_point_to_point(site: Site, args: list, ea: EffectAnalysis) -> str:
+    """Receives from any source or with any tag stay blocking: with several receives pending, a
+    wildcard one posted first could take a message a later, specific one takes in the original
+    order of completion. The status argument is evaluated again at the wait, so it must be
+    MPI_STATUS_IGNORE or the address of a variable."""
+    if site.coll.name == "MPI_Recv":
+        source, tag = ea.text(args[3]), ea.text(args[4])
+        for wildcard, text in (("MPI_ANY_SOURCE", source), ("MPI_ANY_TAG", tag)):
+            if wildcard in text:
+                return f"receives with {wildcard}: the order in which messages match is kept as it is"
+        status = " ".join(ea.text(args[site.coll.status]).split())
+        if not _STATUS_AT_WAIT.match(status):
+            return f"the status argument `{status}` is not MPI_STATUS_IGNORE or `&variable`"
+    return ""
 
 
 def assign_slots(body: Node, sites: list[Site]) -> int:
@@ -123,6 +152,8 @@ class Placer:
         of class `cls` ("all", "root", "nonroot")."""
         if eff.stop:
             return eff.stop
+        if eff.throws and site.may_unwind:
+            return (f"{eff.throws[0]}: an exception would leave the request pending", eff.throws[1])
         if site.coll.name == "MPI_Barrier":
             if eff.io is not None:
                 return (f"has effects outside memory ({self.ea.text(strip(eff.io))[:40]}) the barrier "
@@ -178,12 +209,17 @@ class Placer:
                     return Wait(site, block, j, "", flag, why, node.line, steps)
                 steps += 1
             parent = block.parent
-            if parent is None or parent.kind == "FUNCTION_DECL":
+            if parent is None or parent.kind in FUNCTION_KIND_NAMES:
                 return Wait(site, block, len(stmts), "", flag, "end of the function",
                             self._end_line(block), steps)
             declared = self._buffer_declared_in(site, block)
             if declared:
                 return Wait(site, block, len(stmts), "", flag, f"end of the scope of `{declared}`",
+                            self._end_line(block), steps)
+            obj = self._object_declared_in(block) if self.ea.cxx else ""
+            if obj:
+                return Wait(site, block, len(stmts), "", flag,
+                            f"end of the scope of `{obj}` (its destructor runs there)",
                             self._end_line(block), steps)
             if parent.kind == "COMPOUND_STMT":          # a nested { } block: always entered
                 outer, child = parent, block
@@ -196,7 +232,9 @@ class Placer:
                 outer = None
             if outer is None or outer.kind != "COMPOUND_STMT":
                 where = {"FOR_STMT": "loop body", "WHILE_STMT": "loop body", "DO_STMT": "loop body",
-                         "SWITCH_STMT": "switch body"}.get(parent.kind, "block")
+                         "CXX_FOR_RANGE_STMT": "loop body", "SWITCH_STMT": "switch body",
+                         "CXX_TRY_STMT": "try block", "CXX_CATCH_STMT": "catch block"
+                         }.get(parent.kind, "block")
                 return Wait(site, block, len(stmts), "", flag, f"end of the {where}",
                             self._end_line(block), steps)
             block, index = outer, outer.children.index(child)
@@ -204,6 +242,16 @@ class Placer:
     def _end_line(self, block: Node) -> int:
         """Line of the block's closing brace."""
         return self.ea.unit.text.count(b"\n", 0, max(block.end - 1, 0)) + 1
+
+    @staticmethod
+    def _object_declared_in(block: Node) -> str:
+        """A class-typed variable declared in the block (C++: a destructor runs at its end)."""
+        for stmt in block.children:
+            if stmt.kind == "DECL_STMT":
+                for d in stmt.children:
+                    if d.kind == "VAR_DECL" and d.shape == "record" and not d.is_global:
+                        return d.spelling
+        return ""
 
     def _buffer_declared_in(self, site: Site, block: Node) -> str:
         for stmt in block.children:

@@ -122,7 +122,8 @@ def _print_unmatched(select, paths, console: Console):
     other = select.other_calls()
     if other:
         console.print(f"{other} profile site(s) of other MPI calls (point-to-point, setup, nonblocking "
-                      "or persistent collectives): not rewritten by this tool")
+                      "or persistent collectives): not ranked (blocking sends and receives in the "
+                      "files are rewritten when they pass the percentage threshold, never by --top)")
 
 
 def print_profile_summary(results: list[FileResult], select, stream):
