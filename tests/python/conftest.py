@@ -47,7 +47,7 @@ if "openmpi" in BUILT_FLAVOURS and "OMPI_MCA_pml" not in os.environ and _open_mp
 def pytest_configure(config):
     # the tiers (Makefile): `make test` runs -m "not full"; `make test-full` runs everything
     config.addinivalue_line("markers", "full: a long run, in `make test-full` only (the README's "
-                            "simulations of 1000 ranks or more, MPICH above 8 ranks and its test_coll matrix at 6-8, the tree at 33, MPICH on 4 namespace nodes)")
+                            "simulations of 1000 ranks or more, MPICH above 8 ranks and its test_coll matrix at 6-8, the tree at 33 and MPICH's at 64, MPICH's 200-communicator budget at 3 and lifetimes at 5, MPICH on 4 namespace nodes and its forced algorithms under srun)")
 REQUIRE_BUILD = os.environ.get("MPIOPT_REQUIRE_BUILD", "") not in ("", "0")
 
 
