@@ -228,15 +228,30 @@ def test_dropin_across_two_nodes(cluster2, flavour, algorithm):
             assert by_mpiopt == calls and details == f"hierarchical {calls}", rows
         else:
             assert by_mpiopt + by_vendor == calls and by_mpiopt > 0, rows
-    if algorithm == "hierarchical":    # what ran within the nodes and between them
-        levels = re.search(r"^mpiopt: hierarchical's levels \(a count a rank a blocking call\): "
-                           r"within the node: (.+); between nodes: (.+)$", out, re.M)
-        assert levels and all(re.search(r"\w \d+", x) for x in levels.groups()), out[-3000:]
-    if algorithm == "auto":    # auto takes no shared_memory for a communicator across nodes
-        assert "ranks on more than one node" not in out, out[-3000:]
+    check_report_across_nodes(out, algorithm)
     if not r.finalize_hang:    # a killed MPICH job may leave its files in the node's /dev/shm
         for node in cluster2.nodes:
             assert cluster2.shm(node) == [], (node.name, cluster2.shm(node))
+
+
+def check_report_across_nodes(out: str, algorithm: str) -> None:
+    """What MPIOPT_REPORT says of a run across nodes: hierarchical's line of what ran within the
+    nodes and between them; under auto, no shared_memory call fell back to messages because its
+    ranks were on more than one node (auto does not choose it there)."""
+    if algorithm == "hierarchical":
+        levels = re.search(r"^mpiopt: hierarchical's levels \(a count a rank a blocking call\): "
+                           r"within the node: (.+); between nodes: (.+)$", out, re.M)
+        assert levels and all(re.search(r"\w \d+", x) for x in levels.groups()), out[-3000:]
+    if algorithm == "auto":
+        assert "ranks on more than one node" not in out, out[-3000:]
+
+
+def halo2d(directory: Path, flavour: str = "openmpi") -> Path:
+    """examples/halo2d.c built with the flavour's mpicc in `directory`."""
+    exe = directory / "halo2d"
+    subprocess.run([f"mpicc.{flavour}", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
+                   check=True)
+    return exe
 
 
 def nodes_report(out: str) -> dict:
@@ -293,9 +308,7 @@ def test_advise_runs_its_placement_on_the_hosts(cluster2, tmp_path):
     the program as it is, and its rankfile puts the ranks where that order says."""
     flavour = "openmpi"
     require_build(flavour)
-    exe = tmp_path / "halo2d"
-    subprocess.run([f"mpicc.{flavour}", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
-                   check=True)
+    exe = halo2d(tmp_path, flavour)
     out_dir = tmp_path / "advice"
     r = cluster2.run([sys.executable, "-m", "mpiopt", "advise", "--json", "--no-plots", "--repeat",
                       "1", "-np", "4", "--ppn", "2", "--hosts", "n1,n2", "--check", r"checksum=\S+",
@@ -454,9 +467,7 @@ def test_profile_node_split_and_placement_from_four_nodes(cluster4, tmp_path):
     order; the program profiled again under it on the 4 hosts sends off-node exactly the bytes
     the search predicted, fewer than the scattered order's."""
     require_build("openmpi")
-    exe = tmp_path / "halo2d"
-    subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
-                   check=True)
+    exe = halo2d(tmp_path)
     scattered = tmp_path / "scattered"
     scattered.write_text("0,7\n1,6\n2,5\n3,4\n")
     want = {0: "n1", 7: "n1", 1: "n2", 6: "n2", 2: "n3", 5: "n3", 3: "n4", 4: "n4"}

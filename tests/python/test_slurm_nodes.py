@@ -34,7 +34,8 @@ import nodes
 import slurm_nodes
 from conftest import REQUIRE_BUILD, require_build
 from mpiopt import mpi
-from test_nodes import PROBE_DONE, check_probe, checker_counts, finished, nodes_report, CHECKER_DONE
+from test_nodes import (CHECKER_DONE, PROBE_DONE, check_probe, check_report_across_nodes,
+                        checker_counts, finished, halo2d, nodes_report)
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = {"openmpi": "pmix", "mpich": "pmi2"}
@@ -141,12 +142,7 @@ def test_srun_runs_the_dropin_across_two_nodes(slurm2, flavour, algorithm):
             assert by_mpiopt == calls and details == f"hierarchical {calls}", details
         else:
             assert by_mpiopt + by_vendor == calls and by_mpiopt > 0
-    if algorithm == "hierarchical":    # what ran within the nodes and between them
-        levels = re.search(r"^mpiopt: hierarchical's levels \(a count a rank a blocking call\): "
-                           r"within the node: (.+); between nodes: (.+)$", out, re.M)
-        assert levels and all(re.search(r"\w \d+", x) for x in levels.groups()), out[-3000:]
-    if algorithm == "auto":    # auto takes no shared_memory for a communicator across nodes
-        assert "ranks on more than one node" not in out, out[-3000:]
+    check_report_across_nodes(out, algorithm)
 
 
 @pytest.mark.parametrize("flavour", ["openmpi", pytest.param("mpich", marks=pytest.mark.full)])
@@ -214,9 +210,7 @@ def test_mpiopt_profile_in_salloc(slurm2, tmp_path):
     profile's hosts are where Slurm put each rank."""
     require_build("openmpi")
     cluster, slurm = slurm2
-    exe = tmp_path / "halo2d"
-    subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
-                   check=True)
+    exe = halo2d(tmp_path)
     out = tmp_path / "prof"
     r = job(cluster, slurm, ["salloc", "-N", "2", "-n", "4",
                              *_mpiopt("profile", "--json", "-np", 4, "-o", out, "--", exe, 2, 2,
@@ -291,9 +285,7 @@ def test_mpiopt_advise_in_salloc_places_on_the_allocations_nodes(slurm2, tmp_pat
     puts the ranks where that order says."""
     require_build("openmpi")
     cluster, slurm = slurm2
-    exe = tmp_path / "halo2d"
-    subprocess.run(["mpicc.openmpi", "-O2", "-o", exe, ROOT / "examples" / "halo2d.c", "-lm"],
-                   check=True)
+    exe = halo2d(tmp_path)
     out_dir = tmp_path / "advice"
     r = job(cluster, slurm, ["salloc", "-N", "2", "-n", "4",
                              *_mpiopt("advise", "--json", "--no-plots", "--repeat", 1, "-np", 4,

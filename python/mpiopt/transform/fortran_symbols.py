@@ -339,16 +339,9 @@ class SymbolBuilder:
 
     def resolve(self, s: Scope, name: str) -> Var | None:
         """The variable `name` means in scope `s` (None for an MPI constant or a procedure)."""
-        sc = s
-        while sc is not None:
-            v = sc.vars.get(name)
-            if v is not None:
-                return v
-            for mod, renames in sc.uses:
-                v = self._module_var(mod, renames.get(name, name))
-                if v is not None:
-                    return v
-            sc = sc.host
+        v = self.lookup(s, name)
+        if v is not None:
+            return v
         if name.startswith("mpi_"):
             return None                   # constants of the MPI binding
         if self._foreign_use(s):
