@@ -61,6 +61,18 @@ class FileResult:
         return self.output != self.original
 
 
+def select_by_profile(unit: Unit, sites: list, options: Options) -> None:
+    """--profile: each site the profile does not select stays blocking, with the reason (the C
+    and the Fortran writers alike)."""
+    if options.select is None:
+        return
+    for s in sites:
+        last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
+        s.profile = options.select.decide(unit.path, s.coll.name, s.call.line, last)
+        if s.block is not None and not s.profile["selected"]:
+            s.block, s.reason = None, s.profile["reason"]
+
+
 def transform_file(path: str | Path, options: Options | None = None) -> FileResult:
     options = options or Options()
     # --- language dispatch: Fortran has its own front end and writer (fortran_*.py) ---
@@ -85,12 +97,7 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
         emitter = _FunctionEmitter(unit, fn, ea, options, target)
         sites = find_sites(unit, fn.key, ea)
-        if options.select is not None:
-            for s in sites:
-                last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
-                s.profile = options.select.decide(unit.path, s.coll.name, s.call.line, last)
-                if s.block is not None and not s.profile["selected"]:
-                    s.block, s.reason = None, s.profile["reason"]
+        select_by_profile(unit, sites, options)
         todo = [s for s in sites if s.block is not None]
         if todo:
             emitter.decide(todo, placer)

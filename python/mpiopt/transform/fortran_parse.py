@@ -34,7 +34,7 @@ from fparser.two.utils import FortranSyntaxError, walk
 from .calls import COLLECTIVES, MPI_SYNCHRONISING, MPI_UNDERSTOOD
 from .fortran_cpp import map_lines, preprocess
 from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of
-from .parse import Function, Node, ParseError, Unit
+from .parse import Function, Node, ParseError, Unit, read_source
 
 FORTRAN_SUFFIXES = {".f90", ".f95", ".f03", ".f08", ".f", ".for", ".f77", ".ftn"}
 FIXED_SUFFIXES = {".f", ".for", ".f77", ".ftn"}
@@ -86,12 +86,7 @@ class FortranUnit(Unit):
 
 def parse_fortran(path: str | Path, extra_args: list | None = None) -> FortranUnit:
     path = Path(path)
-    if not path.is_file():
-        raise ParseError(f"{path}: no such file")
-    try:
-        text = path.read_bytes()
-    except OSError as e:
-        raise ParseError(f"{path}: {e.strerror}") from None
+    text = read_source(path)
     fixed = path.suffix.lower() in FIXED_SUFFIXES
     origin = None
     source = text.decode(errors="replace")

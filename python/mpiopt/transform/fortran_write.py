@@ -47,7 +47,7 @@ from fparser.two.utils import walk
 
 from . import rewrite
 from .effects import call_args
-from .engine import FileResult, Options, _FunctionEmitter
+from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
 from .fortran_analysis import analyse
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
@@ -72,12 +72,7 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
     for key, fn in sorted(unit.functions.items(), key=lambda kv: kv[1].node.start):
         proc = unit.procedures[key]
         sites = find_sites(unit, key, ea)
-        if options.select is not None:
-            for s in sites:
-                last = unit.text.count(b"\n", 0, max(s.call.end - 1, s.call.start)) + 1
-                s.profile = options.select.decide(unit.path, s.coll.name, s.call.line, last)
-                if s.block is not None and not s.profile["selected"]:
-                    s.block, s.reason = None, s.profile["reason"]
+        select_by_profile(unit, sites, options)
         for s in sites:
             # Fortran's reasons also replace the C wording for a buffer that is no variable
             if s.block is not None or "cannot tell what" in s.reason:

@@ -461,17 +461,22 @@ def call_object(call: Node) -> Node | None:
     return None
 
 
+def read_source(path: Path) -> bytes:
+    """A source file's bytes, or a ParseError saying why not (every front end's first step)."""
+    if not path.is_file():
+        raise ParseError(f"{path}: no such file")
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise ParseError(f"{path}: {e.strerror}") from None
+
+
 def parse(path: str | Path, flavour: str = "openmpi", extra_args: list[str] | None = None,
           compile_commands: Path | None = None) -> Unit:
     """Parses a C or C++ file (language from its suffix) with the MPI headers of `flavour`;
     raises ParseError if it does not compile."""
     path = Path(path)
-    if not path.is_file():
-        raise ParseError(f"{path}: no such file")
-    try:
-        text = path.read_bytes()
-    except OSError as e:
-        raise ParseError(f"{path}: {e.strerror}") from None
+    text = read_source(path)
     lang = language_of(path)
     # GCC 12 (what these programs are built with) only warns about these; clang 16+ errors
     args = ["-x", lang, DEFAULT_STANDARD[lang], "-Wno-error=implicit-function-declaration",
