@@ -34,6 +34,7 @@ from fparser.two.utils import FortranSyntaxError, walk
 from .calls import COLLECTIVES, MPI_SYNCHRONISING, MPI_UNDERSTOOD
 from .fortran_cpp import map_lines, preprocess
 from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of
+from .fortran_io import IoStatements
 from .parse import Function, Node, ParseError, Unit, read_source
 
 FORTRAN_SUFFIXES = {".f90", ".f95", ".f03", ".f08", ".f", ".for", ".f77", ".ftn"}
@@ -127,7 +128,7 @@ def _format(fixed: bool):
     return FortranFormat(not fixed, False)
 
 
-class _Converter:
+class _Converter(IoStatements):
     def __init__(self, unit: FortranUnit, symbols: SymbolBuilder):
         self.unit, self.sym = unit, symbols
         self.scope: Scope | None = None
@@ -423,51 +424,6 @@ class _Converter:
         # MPI_REQUEST_FREE goes after it)
         loop.end = self._off(self._span(parts[-1])[1] + 1)
         return self.adopt(loop, body)
-
-    # --- I/O ---------------------------------------------------------------------------------
-    def _io(self, st, output: bool) -> Node:
-        """A data transfer: a call of `printf` (effects outside memory) reading the control
-        values and, for output, the items; assignments to the input items and to status
-        variables (IOSTAT=, IOMSG=, SIZE=) and, for output, to an internal file (a variable unit)."""
-        stmt = self.node("FORTRAN_IO_STMT", st)
-        call = self.node("CALL_EXPR", st, callee="printf")
-        self.adopt(call, self.node("DECL_REF_EXPR", spelling="printf", ref_kind="func"))
-        self.adopt(stmt, call)
-        specs = walk(st.children, F.Io_Control_Spec)
-        for i, spec in enumerate(specs):
-            kw = str(spec.children[0]).upper() if spec.children[0] is not None else ""
-            val = spec.children[1]
-            unit = kw == "UNIT" or (not kw and i == 0)
-            is_var = isinstance(val, (F.Name, F.Part_Ref, F.Data_Ref)) and self._designator(val)
-            if is_var and (kw in ("IOSTAT", "IOMSG", "SIZE", "ID") or (unit and output)):
-                self.adopt(stmt, self.written(val, st))
-            else:
-                self.adopt(call, self.expr(val))
-        for lst in walk(st.children, (F.Output_Item_List, F.Input_Item_List)):
-            for item in self._io_items(lst):
-                if isinstance(item, tuple):               # an implied DO's variable is written
-                    self.adopt(stmt, self.written(item[1], st))
-                elif output:
-                    self.adopt(call, self.expr(item))
-                else:
-                    self.adopt(stmt, self.written(item, st))
-        if isinstance(st, F.Print_Stmt) and not walk(st.children, F.Output_Item_List):
-            for item in st.children[1:]:
-                if isinstance(item, F.Base):
-                    self.adopt(call, self.expr(item))
-        return stmt
-
-    def _io_items(self, lst):
-        for item in lst.children:
-            if isinstance(item, F.Io_Implied_Do):
-                objects, control = item.children
-                yield ("do-variable", control.children[0])
-                for b in control.children[1:]:
-                    if isinstance(b, F.Base):
-                        yield b
-                yield from self._io_items(objects)
-            else:
-                yield item
 
     # --- calls -------------------------------------------------------------------------------
     def call(self, name: str, args: list, f, io: bool = False) -> Node:
