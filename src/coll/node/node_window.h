@@ -139,6 +139,10 @@ struct mpiopt_node_window {
     size_t stages_warm;             /* bytes of each allreduce stage in this rank's cache
                                      * (staged.c's allreduce_pair) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
+    /* staged.c's allreduce_pair: whose slot of stage s this rank writes next, its own (0) or the
+     * other rank's (1), the same on both ranks; PAIR_TURN_AFTER_OTHER once another way used the
+     * stage (its reuse must then wait for the other rank, stage_for) */
+    unsigned char pair_turn[MAX_STAGES];
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
     struct mpiopt_shm_tree *tree;   /* tree.c's shape and state, made at its first call */

@@ -88,6 +88,8 @@ static void copy_out(void *dst, const void *src, size_t n, int stream)
     mpiopt_shm_copy(dst, src, n);
 }
 
+#define PAIR_TURN_AFTER_OTHER 2
+
 /* Waits until this rank may write stage s for `chunk`: every other rank is done with the chunk
  * the stage carried before (chunks are numbered alike on every rank: every rank makes the same
  * calls). */
@@ -97,6 +99,7 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, in
         if (r != c->rank)
             mpiopt_shm_wait(&w->all_stages[r][s].done_chunk, w->stage_chunk[s]);
     w->stage_chunk[s] = chunk;
+    w->pair_turn[s] = PAIR_TURN_AFTER_OTHER;
     return &w->my_stages[s];
 }
 
@@ -176,18 +179,28 @@ static size_t first_half(size_t m, size_t extent)
  * then reduces its own input where the caller left it with the other rank's stage, straight into
  * its output. One wait a chunk instead of three, the same lines crossing between the cores (n a
  * rank either way), and the bracketing of every path of shared_memory (mpiopt_shm_reduce_inputs).
- * The chunks go round the stages (pair_stages), on from call to call, so that a rank seldom waits
- * to reuse one. A chunk goes in two halves, each posted once it is in: the other rank reduces the
- * first while this one still copies the second (OSU, shared_memory forced, two runs each, the
- * whole chunk against halves: Intel MPI 2021.15 16 KiB 3.54 against 3.21-3.23 us, 32 KiB 4.02-4.03
- * against 3.81-3.82, 128 KiB 14.8-15.2 against 14.1-14.4; Open MPI 4.1.4 16 KiB 3.56-3.76 against
- * 3.13-3.23; MPICH 4.0.2 alike; four parts and eight were slower at 16-32 KiB, 3.7-5.9 us).
- * The input is copied in with memcpy, whose full-line stores do not first fetch
- * lines the other core read; the reduce reads the stage's copy only in place (a user op may write
- * its output before it has read both inputs). Against the split into shares (Intel MPI 2021.15,
- * OSU, MPI_FLOAT, forced, two runs each): 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8
- * against 7.4-7.9, 256 KiB with single copy off 28.5-29.6 against 58-60; Open MPI 4.1.4 alike
- * (docs/measurements/log.md, "the stages of an allreduce"). */
+ * The chunks go round the stages (pair_stages), on from call to call. A chunk goes in two halves,
+ * each posted once it is in: the other rank reduces the first while this one still copies the
+ * second (OSU, shared_memory forced, two runs each, the whole chunk against halves: Intel MPI
+ * 2021.15 16 KiB 3.54 against 3.21-3.23 us, 32 KiB 4.02-4.03 against 3.81-3.82, 128 KiB 14.8-15.2
+ * against 14.1-14.4; four parts and eight were slower at 16-32 KiB, 3.7-5.9 us). The reduce reads
+ * the stage's copy only in place (a user op may write its output before it has read both inputs).
+ * Against the split into shares: 16 KiB 3.4-3.5 us against 4.0-4.3, 32 KiB 5.6-5.8 against
+ * 7.4-7.9 (docs/measurements/log.md, "the stages of an allreduce").
+ *
+ * The two ranks take turns with each stage's two slots: a rank copies its input into the slot it
+ * read the other's from the last time round, and the other's slot becomes the one it reads. So a
+ * line goes one way at a time, written by one core and then read and written by the other, and
+ * never back to a core that only read it. Writing each time into the rank's own slot, whose lines
+ * the other core had just read, had every store first take the line back from that core: with
+ * fresh inputs (the application writes its send buffer before each call) the copy in took 5-8
+ * times as long as the same copy into lines nobody else held, 8.7 against 1.2 us at 64 KiB (a
+ * test program, two processes on the 2-core EPYC VM, 2026-12-07), and the whole call 6-15 times
+ * the cross-core floor (mpiopt-line-pingpong --bulk), 1.5-2 times with turns (medians, the same
+ * program: 64 KiB 6.4 against 38 us, 256 KiB 27 against 138, 1 MiB 94 against 538, the floor 4.2,
+ * 14.7 and 47; the machine loaded by other jobs, figures of a quiet one in docs/benchmarks.md).
+ * Turns also make the wait for the other rank before a stage's reuse unneeded: the slot a rank
+ * writes is one whose last writer it waited for, and nobody else reads it meanwhile. */
 static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                           size_t count)
 {
@@ -196,11 +209,10 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
     size_t reach = (count < per_chunk ? count : per_chunk) * extent;
     uint64_t stages = pair_stages(w, reach);
     /* A call that reaches further into the stages than any before first asks for the new part
-     * of the stages it goes round in cache, its own to write and the other's to read. Else the
-     * first calls of a larger size each fetch their lines from memory, and auto's few trial
-     * calls (measured.c) time that, not the size's cost: OSU, Intel MPI 2021.15, shared_memory's
-     * trials against its steady 3.9 us at 32 KiB and 7.3 at 64 KiB, 6.2-8.6 and 10.1-11.4 us
-     * before, 3.6-6.0 and 6.8-9.7 after. */
+     * of the stages it goes round in cache. Else the first calls of a larger size each fetch
+     * their lines from memory, and auto's few trial calls (measured.c) time that, not the size's
+     * cost: OSU, Intel MPI 2021.15, shared_memory's trials against its steady 3.9 us at 32 KiB
+     * and 7.3 at 64 KiB, 6.2-8.6 and 10.1-11.4 us before, 3.6-6.0 and 6.8-9.7 after. */
     if (reach > w->stages_warm) {
         for (uint64_t s = 0; s < stages; s++) {
             mpiopt_shm_warm(w->my_stages[s].in, w->stages_warm, reach, 1);
@@ -216,23 +228,32 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
          * single copy off: 32 KiB 5.8-5.9 against 4.0-4.1 us, 64 KiB 11.2-11.6 against 7.3-7.5;
          * perf: the time went to the copy in) */
         int s = (int)(chunk % stages);
-        stage *mine = stage_for(c, w, chunk, s);
-        const stage *theirs = &w->all_stages[1 - me][s];
+        if (w->pair_turn[s] == PAIR_TURN_AFTER_OTHER) {
+            stage_for(c, w, chunk, s);      /* another way used it: wait until the other is done */
+            w->pair_turn[s] = 0;
+        }
+        int turn = w->pair_turn[s];
+        w->pair_turn[s] = (unsigned char)(1 - turn);
+        w->stage_chunk[s] = chunk;
+        char *mine = w->all_stages[me ^ turn][s].in;
+        const char *theirs = w->all_stages[(1 - me) ^ turn][s].in;
+        uint64_t *posted = &w->my_stages[s].in_half;                 /* each rank's own line */
+        const uint64_t *their_posted = &w->all_stages[1 - me][s].in_half;
         size_t first = first_half(m, extent);
-        memcpy(mine->in, mpiopt_at(c, in, at), first * extent);
-        post(&mine->in_half, 2 * chunk - 1);
-        memcpy(mine->in + first * extent, mpiopt_at(c, in, at + first), (m - first) * extent);
-        post(&mine->in_half, 2 * chunk);
+        memcpy(mine, mpiopt_at(c, in, at), first * extent);
+        post(posted, 2 * chunk - 1);
+        memcpy(mine + first * extent, mpiopt_at(c, in, at + first), (m - first) * extent);
+        post(posted, 2 * chunk);
         for (int h = 0; h < 2; h++) {
             size_t from = h ? first : 0, n = h ? m - first : first;
             const char *inputs[2];
-            inputs[me] = in == out ? mine->in + from * extent : mpiopt_at(c, in, at + from);
-            inputs[1 - me] = theirs->in + from * extent;
-            mpiopt_shm_wait(&theirs->in_half, 2 * chunk - 1 + (uint64_t)h);
+            inputs[me] = in == out ? mine + from * extent : mpiopt_at(c, in, at + from);
+            inputs[1 - me] = theirs + from * extent;
+            mpiopt_shm_wait(their_posted, 2 * chunk - 1 + (uint64_t)h);
             if (rc == MPI_SUCCESS && n > 0)
                 rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at + from), n, NULL);
         }
-        post(&mine->done_chunk, chunk);
+        post(&w->my_stages[s].done_chunk, chunk);   /* for another way's next use (stage_for) */
     }
     return rc;
 }
