@@ -295,20 +295,53 @@ def test_staged_paths_match_the_reference_at_every_root(flavour, p, window):
 
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 @pytest.mark.parametrize("p", [2, 3])
-def test_staged_allreduce_is_right_and_has_the_same_bits(flavour, p):
+@pytest.mark.parametrize("single_copy", ["0", "2"])
+def test_staged_and_single_copy_allreduces_are_right_and_have_the_same_bits(flavour, p, single_copy):
     """MPIOPT_SHM_SINGLE_COPY=0: allreduces from 64 KiB go through the stages (staged.c), as where
-    the ranks may not read each other, not by single copy (single_copy.c, the default, which the
-    checker's other shared-memory cases run); the checker's large counts and in-place cases, and
-    the bits."""
+    the ranks may not read each other; =2: by single copy (single_copy.c) where the ranks may, at
+    whatever speed process_vm_readv has here (by default only where it was measured to pay, which
+    on a 2-core VM it does not). The checker's large counts and in-place cases, and the bits."""
     require_build(flavour)
-    env = dict(os.environ, MPIOPT_SHM_SINGLE_COPY="0")
+    if single_copy == "2" and not mpi.cross_memory_attach_works():
+        pytest.skip("this machine forbids process_vm_readv between the ranks")
+    env = dict(os.environ, MPIOPT_SHM_SINGLE_COPY=single_copy, MPIOPT_VERBOSE="1")
     r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "16385,65537",
                                  "--cases", "quick", "--big-cases", "minimal", "--reduce", "0"],
                     env=env)
     assert_all_checks_passed(r, 10)
+    if single_copy == "2":
+        assert re.search(r"single copy on \d+ ranks: the ranks may read each other; allreduce by "
+                         r"single copy", r.stderr), r.stderr[-2000:]
     r = mpi.run(flavour, p, [mpi.binary(flavour, "test-same_bits"), "shared_memory",
                              "recursive_doubling"], timeout=120, env=env)
     assert re.search(r"^same_bits: 18 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
+
+
+SINGLE_COPY_LINE = re.compile(r"^mpiopt: shared_memory single copy on 2 ranks: the ranks may read each "
+                              r"other; allreduce (by single copy|through the stages) \(process_vm_readv "
+                              r"at ([0-9.]+) of memcpy's speed here, taken from 0\.50(.*); (.*)\)$", re.M)
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_single_copy_is_taken_where_it_was_measured_to_pay(flavour):
+    """When the window is made each rank times process_vm_readv of another rank's fresh data
+    against memcpy (single_copy.c); the allreduce reads the others' buffers only where the slowest
+    rank's measure is at least half memcpy's speed, and the verbose line says which and why.
+    MPIOPT_TEST_YAMA_SCOPE=1 stands in for Yama's ptrace_scope 1: the ranks then let each other
+    in with PR_SET_PTRACER (which fails where the kernel has no Yama, and says so)."""
+    require_build(flavour)
+    if not mpi.cross_memory_attach_works():
+        pytest.skip("this machine forbids process_vm_readv between the ranks")
+    for extra, yama in (({}, "no Yama|Yama's ptrace_scope is not 1"),
+                        ({"MPIOPT_TEST_YAMA_SCOPE": "1"}, r"Yama's ptrace_scope is 1.*PR_SET_PTRACER")):
+        env = dict(os.environ, MPIOPT_VERBOSE="1", MPIOPT_ALGORITHM="shared_memory", **extra)
+        r = mpi.run(flavour, 2, [mpi.binary(flavour, "mpiopt-allreduce"), "-m", "8", "-i", "5",
+                                 "-a", "shared_memory"], timeout=60, env=env)
+        m = SINGLE_COPY_LINE.search(r.stderr)
+        assert r.returncode == 0 and m, r.stderr[-2000:]
+        taken, speed = m.group(1), float(m.group(2))
+        assert (taken == "by single copy") == (speed >= 0.5), m.group(0)
+        assert re.fullmatch(yama, m.group(4)) or re.search(yama, m.group(4)), m.group(0)
 
 
 # ---- the shared-memory tree (src/coll/node/tree.c) ----

@@ -313,7 +313,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
         return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
     if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
         c->extent <= STAGE_BYTES) {
-        int direct = w->direct ? mpiopt_shm_direct_pays(c, bytes) : 0;
+        int direct = mpiopt_shm_direct_pays(c, w, bytes);
         if (direct < 2 && mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);
         if (direct)     /* and where the stages are not to be had (the node's budget) */

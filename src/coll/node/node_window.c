@@ -347,7 +347,7 @@ int mpiopt_node_window_of(const mpiopt_coll *c, node_window **out)
     if (w->usable) {
         __atomic_thread_fence(__ATOMIC_RELEASE);    /* every header 0 before the barrier */
         w->small.writable_until = SMALL_BUFFERS - 1;
-        mpiopt_shm_direct_prepare(w);
+        mpiopt_shm_direct_prepare(c, w);
         rc = PMPI_Barrier(c->user_comm);    /* every header reads 0 before the first call */
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_direct_agree(c, w);

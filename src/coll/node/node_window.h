@@ -38,6 +38,7 @@ typedef struct {
                                      * other rank's memory for it any more */
     _Alignas(64) int64_t pid;       /* set at creation */
     const uint64_t *probe;          /* a word the others read once to learn that they can */
+    const char *calibration;        /* data the others read once to time it (single_copy.c) */
 } direct_block;
 
 /* A stage of the pipelined allreduce and reduce (staged.c): a rank's input to one chunk of the
@@ -128,6 +129,9 @@ struct mpiopt_node_window {
     ring small;
     int direct;                     /* every rank can read and write every other's memory
                                      * (single_copy.c), found when the window is made */
+    int direct_allreduce;           /* and an allreduce read that way pays on this machine
+                                     * (measured then, single_copy.c) */
+    char *calibration;              /* this rank's data for that measure, until it is done */
     int stages_tried;               /* the stage window was asked for (made or refused) */
     MPI_Win stage_win;              /* MPI_WIN_NULL until made */
     uint64_t stages;                /* in each rank's stage array, the same on every rank
@@ -262,13 +266,14 @@ typedef const char *(*mpiopt_shm_lower_input)(const void *ctx, int r);
 int mpiopt_shm_scan_fold(const mpiopt_coll *c, mpiopt_shm_lower_input lower_input,
                          const void *ctx, const void *own, void *out, size_t n, int exclusive);
 
-/* single_copy.c: the ranks' process ids and probe words in the window (before the window's first
- * barrier), then whether every rank can read every other (collective, after it) */
-void mpiopt_shm_direct_prepare(node_window *w);
+/* single_copy.c: the ranks' process ids, probe words and data to time in the window (before the
+ * window's first barrier), then whether every rank can read every other and whether it pays for
+ * an allreduce (collective, after it) */
+void mpiopt_shm_direct_prepare(const mpiopt_coll *c, node_window *w);
 int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w);
-/* Whether reading the other ranks' buffers pays for an allreduce of `bytes` (w->direct set):
- * 2 over every other way, 1 only over the window's pieces (the stages are faster), 0 not */
-int mpiopt_shm_direct_pays(const mpiopt_coll *c, size_t bytes);
+/* Whether reading the other ranks' buffers pays for an allreduce of `bytes`: 2 over every other
+ * way, 1 only over the window's pieces (the stages are faster), 0 not */
+int mpiopt_shm_direct_pays(const mpiopt_coll *c, const node_window *w, size_t bytes);
 /* An allreduce of `count` elements by reading the other ranks' buffers (w->direct set) */
 int mpiopt_shm_direct_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);

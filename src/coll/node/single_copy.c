@@ -22,21 +22,26 @@
  * only after they posted that their share is done, and its own share is read by nobody else.
  *
  * Whether the ranks may read each other is found once, when the window is made: each reads a word
- * of every other rank (a container or Yama's ptrace_scope can forbid it); all ranks must agree, or
- * none takes this way (MPIOPT_SHM_SINGLE_COPY=0: none ever does). By default where the ranks may:
- * where process_vm_readv copies at half memcpy's speed (28 against 50 GB/s at 256 KiB, Xeon,
- * 2026-11-28) it beat the stages of staged.c against all five vendors from 64 KiB (the table in
- * docs/collectives.md, "shared_memory"); on a machine where it copied at a quarter (a virtual
- * machine, 5 against 16-19 GB/s) the stages won at every size, hence the setting. */
+ * of every other rank (a container or Yama's ptrace_scope can forbid it; where Yama's scope is 1,
+ * each rank first lets the others in, prctl(PR_SET_PTRACER), as Open MPI's transports do); all
+ * ranks must agree, or none takes this way (MPIOPT_SHM_SINGLE_COPY=0: none ever does). Whether
+ * it pays for an allreduce is measured then too (direct_pays_here): where process_vm_readv copies
+ * at half memcpy's speed or better (28 against 50 GB/s at 256 KiB, Xeon, 2026-11-28) it beat the
+ * stages against all five vendors from 64 KiB (docs/collectives.md, "shared_memory"); on the
+ * 2-core EPYC VM it copies at a quarter (11 against 43 GB/s, fresh data) and the stages, with
+ * their turns (staged.c), won at every size with fresh inputs. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "coll/node/node_window.h"
 #ifdef __linux__
+#include <sys/prctl.h>
 #include <sys/uio.h>
 #endif
+#include <time.h>
 
 #ifndef SMPI_SAMPLE_FLOPS
 /* A rank's share is read and reduced in chunks of the others' inputs that fit, all p of them,
@@ -58,9 +63,9 @@ static const uint64_t probe_word = 0x6d70696f70742121ull;   /* what the probe mu
  * there single copy is first choice from the geometric mean of 128 and 256 KiB. */
 #define PAIR_DIRECT_FROM_BYTES 185364u
 
-int mpiopt_shm_direct_pays(const mpiopt_coll *c, size_t bytes)
+int mpiopt_shm_direct_pays(const mpiopt_coll *c, const node_window *w, size_t bytes)
 {
-    if (bytes < DIRECT_FROM_BYTES)
+    if (!w->direct_allreduce || bytes < DIRECT_FROM_BYTES)
         return 0;
     return c->size == 2 && bytes < PAIR_DIRECT_FROM_BYTES ? 1 : 2;
 }
@@ -100,25 +105,132 @@ static int write_remote(int64_t pid, void *remote, const void *local, size_t n)
     return cross_copy(pid, (void *)local, remote, n, 1);
 }
 
-void mpiopt_shm_direct_prepare(node_window *w)
+/* The measure of whether single copy pays (direct_pays_here): each rank writes CALIBRATION_READS
+ * pieces of CALIBRATION_BYTES when the window is made, and the next rank reads each once (a piece
+ * read twice would come from the reader's own cache the second time); the fastest read against
+ * the fastest memcpy of the reader's own pieces. A quarter of a MiB: a stage's reach, where the
+ * choice between the ways starts to matter. */
+#define CALIBRATION_BYTES (256u << 10)
+#define CALIBRATION_READS 4
+/* single copy pays for an allreduce where process_vm_readv copies at this fraction of memcpy's
+ * speed or better (the comment at the top) */
+#define DIRECT_MIN_SPEED 0.5
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Yama's ptrace_scope 1 lets a process read only its descendants' memory unless they allow it:
+ * each rank allows every process of its user, as Open MPI's vader/sm transports do (the ranks'
+ * uid is the same; the kernel's other checks still apply). Returns what it did, for
+ * MPIOPT_VERBOSE. MPIOPT_TEST_YAMA_SCOPE stands in for the file (the tests' machines have no
+ * Yama). */
+static const char *allow_readers(void)
+{
+    int scope = -1;
+    const char *test = getenv("MPIOPT_TEST_YAMA_SCOPE");
+    if (test) {
+        scope = atoi(test);
+    } else {
+        FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+        if (f) {
+            if (fscanf(f, "%d", &scope) != 1)
+                scope = -1;
+            fclose(f);
+        }
+    }
+    if (scope != 1)
+        return scope < 0 ? "no Yama" : "Yama's ptrace_scope is not 1: nothing to allow";
+#if defined(__linux__) && defined(PR_SET_PTRACER)
+    return prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0) == 0
+               ? "Yama's ptrace_scope is 1: readers allowed (PR_SET_PTRACER)"
+               : "Yama's ptrace_scope is 1 and PR_SET_PTRACER failed";
+#else
+    return "Yama's ptrace_scope is 1 and no PR_SET_PTRACER here";
+#endif
+}
+
+static const char *readers_note = "";
+
+void mpiopt_shm_direct_prepare(const mpiopt_coll *c, node_window *w)
 {
     w->mine->direct.pid = (int64_t)getpid();
     w->mine->direct.probe = &probe_word;
+    w->calibration = NULL;
+    if (mpiopt_env_long("MPIOPT_SHM_SINGLE_COPY", 1) == 0 || c->size < 2)
+        return;
+    readers_note = allow_readers();
+    /* the data another rank times reading: written now, as an application's send buffer */
+    w->calibration = malloc((size_t)CALIBRATION_READS * CALIBRATION_BYTES);
+    if (w->calibration)
+        memset(w->calibration, 1 + c->rank, (size_t)CALIBRATION_READS * CALIBRATION_BYTES);
+    w->mine->direct.calibration = w->calibration;
+}
+
+/* process_vm_readv's speed over memcpy's here (0 where it could not be timed) */
+static double remote_read_speed(const mpiopt_coll *c, node_window *w)
+{
+    const direct_block *next = &w->all[(c->rank + 1) % c->size]->direct;
+    char *to = malloc(CALIBRATION_BYTES);
+    double best_read = 0, best_copy = 0;
+    if (!to || !w->calibration || !next->calibration) {
+        free(to);
+        return 0;
+    }
+    memset(to, 0, CALIBRATION_BYTES);   /* no page faults timed */
+    for (int k = 0; k < CALIBRATION_READS; k++) {
+        double t0 = seconds();
+        if (read_remote(next->pid, to, next->calibration + (size_t)k * CALIBRATION_BYTES,
+                        CALIBRATION_BYTES) != MPI_SUCCESS) {
+            free(to);
+            return 0;
+        }
+        double t1 = seconds();
+        memcpy(to, w->calibration + (size_t)k * CALIBRATION_BYTES, CALIBRATION_BYTES);
+        __asm__ volatile("" : : "r"(to) : "memory");    /* the copy is kept */
+        double t2 = seconds();
+        best_read = k == 0 || t1 - t0 < best_read ? t1 - t0 : best_read;
+        best_copy = k == 0 || t2 - t1 < best_copy ? t2 - t1 : best_copy;
+    }
+    free(to);
+    return best_read > 0 ? best_copy / best_read : 0;
 }
 
 /* Writing another process's memory takes the same permission as reading it (ptrace's attach
- * check), so the read probe answers for both. */
+ * check), so the read probe answers for both. MPIOPT_SHM_SINGLE_COPY=2: an allreduce takes single
+ * copy where the ranks may, paying or not (the tests of single_copy.c's allreduce). */
 int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w)
 {
-    /* MPIOPT_SHM_SINGLE_COPY=0: never */
-    int can = mpiopt_env_long("MPIOPT_SHM_SINGLE_COPY", 1) != 0;
+    long setting = mpiopt_env_long("MPIOPT_SHM_SINGLE_COPY", 1);
+    int can = setting != 0;
     for (int r = 0; can && r < c->size; r++) {
         uint64_t seen = 0;
         if (r != c->rank)
             can = read_remote(w->all[r]->direct.pid, &seen, w->all[r]->direct.probe, sizeof seen)
                       == MPI_SUCCESS && seen == probe_word;
     }
-    return PMPI_Allreduce(&can, &w->direct, 1, MPI_INT, MPI_MIN, c->user_comm);
+    double speed = can && c->size > 1 ? remote_read_speed(c, w) : 0;
+    /* every rank must be able to, and the slowest rank's measure decides */
+    int all_can = 0;
+    int rc = PMPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, c->user_comm);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allreduce(MPI_IN_PLACE, &speed, 1, MPI_DOUBLE, MPI_MIN, c->user_comm);
+    free(w->calibration);   /* every rank has read its piece: the allreduces are after the reads */
+    w->calibration = NULL;
+    w->direct = rc == MPI_SUCCESS && all_can;
+    w->direct_allreduce = w->direct && (setting == 2 || speed >= DIRECT_MIN_SPEED);
+    if (c->rank == 0 && mpiopt_verbose() && setting != 0)
+        fprintf(stderr, "mpiopt: shared_memory single copy on %d ranks: %s; allreduce %s "
+                "(process_vm_readv at %.2f of memcpy's speed here, taken from %.2f%s; %s)\n",
+                c->size, w->direct ? "the ranks may read each other"
+                                   : "the ranks may not read each other",
+                w->direct_allreduce ? "by single copy" : "through the stages", speed,
+                DIRECT_MIN_SPEED, setting == 2 ? ", or at any speed with MPIOPT_SHM_SINGLE_COPY=2"
+                                               : "", readers_note);
+    return rc;
 }
 
 static void share_of(const mpiopt_coll *c, int r, size_t count, size_t *first, size_t *n)
