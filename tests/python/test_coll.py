@@ -317,6 +317,18 @@ def test_staged_and_single_copy_allreduces_are_right_and_have_the_same_bits(flav
     assert re.search(r"^same_bits: 18 checks, 0 differ$", r.stdout, re.M), r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_pair_turns_keep_in_place_calls_exact(flavour):
+    """shared_memory at p = 2 takes turns with its slots (staged.c, exchange_lines): 3000 calls
+    of sizes that go round different numbers of stages, in place and not, each exact. Without the
+    wait after an in-place call, one run in one or two had a wrong sum; three runs here."""
+    require_build(flavour)
+    for _ in range(3):
+        r = mpi.run(flavour, 2, [mpi.binary(flavour, "test-pair_turns")], timeout=120)
+        assert r.returncode == 0 and "pair_turns: 6000 checks, 0 wrong" in r.stdout, \
+            r.stdout[-2000:] + r.stderr[-2000:]
+
+
 SINGLE_COPY_LINE = re.compile(r"^mpiopt: shared_memory single copy on 2 ranks: the ranks may read each "
                               r"other; allreduce (by single copy|through the stages) \(process_vm_readv "
                               r"at ([0-9.]+) of memcpy's speed here, taken from 0\.50(.*); (.*)\)$", re.M)

@@ -244,8 +244,13 @@ static int exchange_lines(const mpiopt_coll *c, node_window *w, ring *g, const v
     uint32_t lines = (uint32_t)((bytes + LINE_PAYLOAD - 1) / LINE_PAYLOAD);
     unsigned b = (unsigned)(call % SMALL_BUFFERS);
     buffer *their_buffer = ring_buffer(w->all[1 - c->rank], call);
-    char *mine = (char *)ring_buffer(w->mine, call) + 64;
-    const char *theirs = (const char *)their_buffer + 64;
+    /* the lines go in the slot this rank read them from the last time round (turns, as the
+     * stages' at p = 2: staged.c): every use of a buffer writes both slots, one each, so the
+     * numbering below holds for either; the headers stay each rank's own */
+    int turn = g->lines_turn[b];
+    g->lines_turn[b] = (unsigned char)(1 - turn);
+    char *mine = (char *)ring_buffer(w->all[c->rank ^ turn], call) + 64;
+    const char *theirs = (const char *)ring_buffer(w->all[(1 - c->rank) ^ turn], call) + 64;
     _Alignas(64) char got[(LINES_MAX_BYTES + LINE_PAYLOAD - 1) / LINE_PAYLOAD * LINE_PAYLOAD];
     if (g->lines_call[b] + SMALL_BUFFERS != call)
         g->lines_numbered[b] = 0;

@@ -107,6 +107,9 @@ typedef struct {
      * lines, and how many of its lines end with a call's number (not another call's data) */
     uint64_t lines_call[SMALL_BUFFERS];
     uint32_t lines_numbered[SMALL_BUFFERS];
+    /* exchange_lines at p = 2: per buffer, whose slot this rank writes its lines in next (0 its
+     * own, 1 the other rank's), the same on both ranks */
+    unsigned char lines_turn[SMALL_BUFFERS];
 } ring;
 
 /* every ring has SMALL_BUFFERS: a power of two, so no division */
@@ -143,9 +146,9 @@ struct mpiopt_node_window {
     size_t stages_warm;             /* bytes of each allreduce stage in this rank's cache
                                      * (staged.c's allreduce_pair) */
     uint64_t stage_chunk[MAX_STAGES];   /* the chunk each stage carried last (0: none yet) */
-    /* staged.c's allreduce_pair: whose slot of stage s this rank writes next, its own (0) or the
-     * other rank's (1), the same on both ranks; PAIR_TURN_AFTER_OTHER once another way used the
-     * stage (its reuse must then wait for the other rank, stage_for) */
+    /* staged.c's allreduce_pair: whose slot of stage s this rank writes next, its own or the
+     * other rank's, the same on both ranks, and whether its reuse must first wait for the other
+     * rank (staged.c's PAIR_TURN_* bits) */
     unsigned char pair_turn[MAX_STAGES];
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */

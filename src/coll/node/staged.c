@@ -88,7 +88,10 @@ static void copy_out(void *dst, const void *src, size_t n, int stream)
     mpiopt_shm_copy(dst, src, n);
 }
 
-#define PAIR_TURN_AFTER_OTHER 2
+/* w->pair_turn[s]: the bits of allreduce_pair's turns */
+#define PAIR_TURN_OTHERS_SLOT 1     /* this rank writes the other rank's slot next */
+#define PAIR_TURN_AFTER_OTHER 2     /* another way used the stage last */
+#define PAIR_TURN_IN_PLACE 4        /* the last use was in place: both ranks read their own copy */
 
 /* Waits until this rank may write stage s for `chunk`: every other rank is done with the chunk
  * the stage carried before (chunks are numbered alike on every rank: every rank makes the same
@@ -99,7 +102,7 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, in
         if (r != c->rank)
             mpiopt_shm_wait(&w->all_stages[r][s].done_chunk, w->stage_chunk[s]);
     w->stage_chunk[s] = chunk;
-    w->pair_turn[s] = PAIR_TURN_AFTER_OTHER;
+    w->pair_turn[s] = PAIR_TURN_AFTER_OTHER;    /* allreduce_pair starts again from its own slot */
     return &w->my_stages[s];
 }
 
@@ -200,7 +203,9 @@ static size_t first_half(size_t m, size_t extent)
  * program: 64 KiB 6.4 against 38 us, 256 KiB 27 against 138, 1 MiB 94 against 538, the floor 4.2,
  * 14.7 and 47; the machine loaded by other jobs, figures of a quiet one in docs/benchmarks.md).
  * Turns also make the wait for the other rank before a stage's reuse unneeded: the slot a rank
- * writes is one whose last writer it waited for, and nobody else reads it meanwhile. */
+ * writes is one whose last writer it waited for, and nobody else reads it meanwhile; except after
+ * a call in place, where the other rank read its own input from its copy in that slot too, and
+ * after another way's use of the stage (stage_for). */
 static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                           size_t count)
 {
@@ -228,12 +233,14 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
          * single copy off: 32 KiB 5.8-5.9 against 4.0-4.1 us, 64 KiB 11.2-11.6 against 7.3-7.5;
          * perf: the time went to the copy in) */
         int s = (int)(chunk % stages);
-        if (w->pair_turn[s] == PAIR_TURN_AFTER_OTHER) {
-            stage_for(c, w, chunk, s);      /* another way used it: wait until the other is done */
-            w->pair_turn[s] = 0;
+        if (w->pair_turn[s] & (PAIR_TURN_AFTER_OTHER | PAIR_TURN_IN_PLACE)) {
+            /* another way used it, or the other rank read its own copy there (in place): wait
+             * until it is done */
+            stage_for(c, w, chunk, s);
+            w->pair_turn[s] &= PAIR_TURN_OTHERS_SLOT;
         }
         int turn = w->pair_turn[s];
-        w->pair_turn[s] = (unsigned char)(1 - turn);
+        w->pair_turn[s] = (unsigned char)((1 - turn) | (in == out ? PAIR_TURN_IN_PLACE : 0));
         w->stage_chunk[s] = chunk;
         char *mine = w->all_stages[me ^ turn][s].in;
         const char *theirs = w->all_stages[(1 - me) ^ turn][s].in;
