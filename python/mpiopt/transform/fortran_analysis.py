@@ -13,9 +13,12 @@ differ from C's; everything else is inherited unchanged.
     `mpiopt_is_root` helper, which the Fortran writer does not emit)."""
 from __future__ import annotations
 
+from fparser.two import Fortran2003 as F
+
 from .alias import PointsTo
 from .effects import EffectAnalysis, call_args
 from .fortran_parse import FortranUnit
+from .fortran_symbols import POINTER_TARGET
 from .parse import Node
 from .placement import Placer, Site
 
@@ -57,6 +60,21 @@ class FortranEffectAnalysis(EffectAnalysis):
 
     def is_null(self, arg: Node) -> bool:
         return False
+
+    def is_status_ignore(self, arg: Node) -> bool:
+        return self.text(arg).strip().upper() == "MPI_STATUS_IGNORE"
+
+    def status_at_wait(self, arg: Node, c_form: bool) -> bool:
+        """A receive's status goes to its wait: MPI_STATUS_IGNORE or a variable named whole
+        (`integer st(MPI_STATUS_SIZE)`, `type(MPI_Status) st`), not a pointer (which could be
+        associated elsewhere by then) and not an element or section (its subscripts could change)."""
+        if self.is_status_ignore(arg):
+            return True
+        ref = arg.children[0] if arg.kind == "UNARY_OPERATOR" and arg.op == "&" else None
+        while ref is not None and ref.kind == "UNARY_OPERATOR" and ref.op == "*":
+            ref = ref.children[0]
+        return isinstance(self.unit.fnodes.get(id(arg)), F.Name) and ref is not None and \
+            ref.kind == "DECL_REF_EXPR" and ref.ref != POINTER_TARGET
 
 
 class FortranPlacer(Placer):

@@ -49,6 +49,7 @@ from . import rewrite
 from .effects import call_args
 from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
 from .fortran_analysis import analyse
+from .fortran_p2p import reallocated_in_loop, startall_runs
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
 from .placement import Site, assign_slots, find_sites
@@ -140,7 +141,11 @@ def _not_persistent(s: Site, ea, target: Target) -> str:
     """'' if the call can become <coll>_INIT before its loop + MPI_START in it (the shared loop
     invariance test), else why not. Fortran's persistent collectives are written for Open MPI's
     MPIX_ extension only: Debian's MPICH 4.0.2 returned wrong sums from Fortran's
-    MPI_ALLREDUCE_INIT in a 3-iteration test at 2 ranks (use mpi: garbage, mpi_f08: zeros)."""
+    MPI_ALLREDUCE_INIT in a 3-iteration test at 2 ranks (use mpi: garbage, mpi_f08: zeros).
+    Point-to-point MPI_SEND_INIT / MPI_RECV_INIT are MPI-1: written for both MPIs."""
+    why = reallocated_in_loop(s, ea)
+    if why or s.coll.p2p:
+        return why or why_not_persistent(s, ea)
     if target.prefix != "MPIX":
         return (f"{target.library or 'this MPI'}: persistent collectives from Fortran are written "
                 "for Open MPI's MPIX_ extension only")
@@ -201,7 +206,8 @@ def why_blocking(unit: FortranUnit, proc: Procedure, s: Site, lines_of: dict) ->
     if proc.binding != "mpi_f08" and len(actuals) != len(s.coll.roles) + 1:
         return f"expected {len(s.coll.roles) + 1} arguments (the last the ierror) with {proc.binding}"
     for role, a in zip(s.coll.roles, actuals):
-        if role == "value" or str(a).upper() == "MPI_IN_PLACE":
+        # a receive's status is not MPI's while the call is pending: it goes to the wait
+        if role in ("value", "status") or str(a).upper() == "MPI_IN_PLACE":
             continue
         why = _temporary(unit, proc, a)
         base = a if isinstance(a, F.Name) else a.children[0] if isinstance(a, F.Part_Ref) else None
@@ -297,13 +303,19 @@ class _ProcedureWriter:
 
     def emit(self, sites: list[Site]) -> list[rewrite.Edit]:
         edits, buffers = [], []
+        runs = {id(run[0]): run for run in startall_runs(sites, self.unit)}
+        started = {id(s) for run in runs.values() for s in run[1:]}
         for s in sites:
             stmt = self.unit.fnodes[id(s.call)]
             self.upper = str(stmt.children[0]) != str(stmt.children[0]).lower()
             for role, a in zip(s.coll.roles, stmt.children[1].children):
-                if role != "value" and str(a).upper() != "MPI_IN_PLACE":
+                if role not in ("value", "status") and str(a).upper() != "MPI_IN_PLACE":
                     buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
-            edits.append(self._call(s, stmt))
+            if id(s) in started:        # started by the MPI_STARTALL in its run's first line
+                first, last = stmt.item.span
+                edits.append(rewrite.Edit(self._off(first), self._off(last + 1), ""))
+            else:
+                edits.append(self._call(s, stmt, runs.get(id(s))))
             if s.action == "persistent":
                 edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
@@ -322,7 +334,7 @@ class _ProcedureWriter:
         if uses_flags:
             decl.append(f"{self.flags} = 0")
         edits.append(rewrite.Edit(at, at, "".join(self._lines(d, indent) for d in decl), -5))
-        if any(s.action == "persistent" for s in sites) and self.proc.binding != "mpif.h":
+        if any(s.action == "persistent" and not s.coll.p2p for s in sites) and self.proc.binding != "mpif.h":
             # Open MPI's MPIX_ routines: their module, first in the specification part
             # (mpif.h needs nothing: the routines are external procedures there)
             module = "mpi_f08_ext" if self.f08 else "mpi_ext"
@@ -380,11 +392,15 @@ class _ProcedureWriter:
             out = cut
         return "".join(x + "\n" for x in out)
 
-    def _call(self, s: Site, stmt) -> rewrite.Edit:
+    def _call(self, s: Site, stmt, run: list | None = None) -> rewrite.Edit:
         first, last = stmt.item.span
         actuals = [str(a) for a in stmt.children[1].children]
         n = len(s.coll.roles)
-        args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
+        at = s.coll.status
+        if at is not None:          # a receive: the request takes the status's place
+            args = actuals[:at] + [self.req(s.slot)] + actuals[at + 1:]
+        else:
+            args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
         name = str(stmt.children[0])
         rest = name[4:]
         new = name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower()
@@ -394,6 +410,9 @@ class _ProcedureWriter:
         if s.action == "persistent":
             new = self.mpi("MPI_START")
             args = [self.req(s.slot)] + actuals[n:]
+            if run:
+                new = self.mpi("MPI_STARTALL")
+                args = [str(len(run)), f"{self.reqs}({run[0].slot + 1}:{run[-1].slot + 1})"] + actuals[n:]
         text = self._lines(f"{self.kw('CALL')} {new}({', '.join(args)})", indent)
         if comment:
             text = text[:-1] + "  " + comment + "\n"
@@ -406,18 +425,32 @@ class _ProcedureWriter:
         loop = s.loop
         actuals = [str(a) for a in stmt.children[1].children][:len(s.coll.roles)]
         tail = "" if self.f08 else f", {self.ierr}"
-        init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPIX'))}(" \
-               f"{', '.join(actuals + [self.mpi('MPI_INFO_NULL'), self.req(s.slot)])}{tail})"
+        if s.coll.p2p:              # MPI_SEND_INIT / MPI_RECV_INIT (MPI-1): no info, no status
+            if s.coll.status is not None:
+                del actuals[s.coll.status]
+            init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPI'))}(" \
+                   f"{', '.join(actuals + [self.req(s.slot)])}{tail})"
+        else:
+            init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPIX'))}(" \
+                   f"{', '.join(actuals + [self.mpi('MPI_INFO_NULL'), self.req(s.slot)])}{tail})"
         free = f"{self.kw('CALL')} {self.mpi('MPI_REQUEST_FREE')}({self.req(s.slot)}{tail})"
         indent = self._indent(loop.line)
         after = self.unit.text.count(b"\n", 0, loop.end - 1) + 2
         return [rewrite.Edit(self._off(loop.line), self._off(loop.line), self._lines(init, indent), 5),
                 rewrite.Edit(self._off(after), self._off(after), self._lines(free, indent), 150 + s.slot)]
 
-    def _wait_call(self, slots: list[int]) -> str:
+    def _status(self, site: Site) -> str | None:
+        """A receive's own status argument (its wait fills it in), None for MPI_STATUS_IGNORE."""
+        if site.coll.status is None:
+            return None
+        a = str(self.unit.fnodes[id(site.call)].children[1].children[site.coll.status])
+        return None if a.upper() == "MPI_STATUS_IGNORE" else a
+
+    def _wait_call(self, slots: list[int], status: str | None = None) -> str:
         tail = "" if self.f08 else f", {self.ierr}"
         if len(slots) == 1:
-            return f"{self.kw('CALL')} {self.mpi('MPI_WAIT')}({self.req(slots[0])}, {self.mpi('MPI_STATUS_IGNORE')}{tail})"
+            return f"{self.kw('CALL')} {self.mpi('MPI_WAIT')}({self.req(slots[0])}, " \
+                   f"{status or self.mpi('MPI_STATUS_IGNORE')}{tail})"
         a, b = slots[0] + 1, slots[-1] + 1
         return f"{self.kw('CALL')} {self.mpi('MPI_WAITALL')}({len(slots)}, {self.reqs}({a}:{b}), " \
                f"{self.mpi('MPI_STATUSES_IGNORE')}{tail})"
@@ -439,17 +472,20 @@ class _ProcedureWriter:
                 at = self._off(closing)
                 last = block.children[-1].line if block.children else closing
                 indent = self._indent(last) if block.children else self._indent(closing) + "  "
-            plain = sorted({w.site.slot for w in group if not w.flag})
+            plain = sorted({w.site.slot for w in group if not w.flag and self._status(w.site) is None})
             text = ""
             if plain and (len(plain) == 1 or plain[-1] - plain[0] + 1 == len(plain)):
                 text += self._lines(self._wait_call(plain), indent)
             else:
                 text += "".join(self._lines(self._wait_call([k]), indent) for k in plain)
+            status = {w.site.slot: self._status(w.site) for w in group}
+            for k in sorted({w.site.slot for w in group if not w.flag and status[w.site.slot]}):
+                text += self._lines(self._wait_call([k], status[k]), indent)
             for k in sorted({w.site.slot for w in group if w.flag}):
                 cond = f"{self.flags}({k + 1}) " + (".NE." if self.fixed else "/=") + " 0"
                 inner = indent + ("  " if not self.fixed else "  ")
                 text += self._lines(f"{self.kw('IF')} ({cond}) {self.kw('THEN')}", indent)
-                text += self._lines(self._wait_call([k]), inner)
+                text += self._lines(self._wait_call([k], status[k]), inner)
                 text += self._lines(f"{self.flags}({k + 1}) = 0", inner)
                 text += self._lines(self.kw("END IF"), indent)
             edits.append(rewrite.Edit(at, at, text, 100 if index >= len(block.children) else 0))
