@@ -218,3 +218,17 @@ def test_transformed_programs_print_the_same(path, tmp_path):
     failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
                               ranks=(2, 3), transformer=_in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_rooted_collective_waits_split_by_rank():
+    """MPI_REDUCE's receive buffer matters at the root only: the root waits before reading it,
+    the other ranks wait later, before their send buffer is written (placement.Placer.place, as
+    for C; the writer tests the rank before the call)."""
+    r = transform_file(FREE, Options())
+    reduce = next(s for s in r.sites if s["call"] == "MPI_Reduce")
+    root, other = reduce["waits"]
+    assert (root["guard"], root["line"]) == ("root", line_of(FREE, "'halo', res(1)"))
+    assert other["guard"] == "nonroot" and other["line"] > root["line"] and other["moved_past"] == 3
+    out = r.output.decode()
+    assert "mpiopt_root(8) = mpiopt_rank .EQ. 0 .OR. 0 .EQ. MPI_ROOT" in out
+    assert "if (mpiopt_root(8)) then" in out and "if (.NOT. mpiopt_root(8)) then" in out

@@ -9,8 +9,8 @@ differ from C's; everything else is inherited unchanged.
     column positions); MPI_IN_PLACE is matched in any case.
   * a statement the front end does not model (WHERE, ASSOCIATE, BLOCK, DO CONCURRENT, ...)
     stops every pending call.
-  * waits of rooted collectives: one wait for every rank (C's rank-guarded pair needs the
-    `mpiopt_is_root` helper, which the Fortran writer does not emit)."""
+  (waits of rooted collectives are split by rank as in C: the Fortran writer tests the rank
+  in place of C's `mpiopt_is_root` helper)."""
 from __future__ import annotations
 
 from fparser.two import Fortran2003 as F
@@ -20,7 +20,7 @@ from .effects import EffectAnalysis, call_args
 from .fortran_parse import FortranUnit
 from .fortran_symbols import POINTER_TARGET
 from .parse import Node
-from .placement import Placer, Site
+from .placement import Placer
 
 
 class FortranPointsTo(PointsTo):
@@ -77,11 +77,6 @@ class FortranEffectAnalysis(EffectAnalysis):
             ref.kind == "DECL_REF_EXPR" and ref.ref != POINTER_TARGET
 
 
-class FortranPlacer(Placer):
-    def place(self, site: Site):
-        site.waits = [self.position(site, "all")]
-
-
-def analyse(unit: FortranUnit) -> tuple[FortranEffectAnalysis, FortranPlacer]:
+def analyse(unit: FortranUnit) -> tuple[FortranEffectAnalysis, Placer]:
     ea = FortranEffectAnalysis(unit, FortranPointsTo().analyse(unit))
-    return ea, FortranPlacer(ea)
+    return ea, Placer(ea)

@@ -281,6 +281,8 @@ class _ProcedureWriter:
         self.reqs = _fresh("mpiopt_reqs", lower)
         self.flags = _fresh("mpiopt_flags", lower)
         self.ierr = _fresh("mpiopt_ierr", lower)
+        self.root = _fresh("mpiopt_root", lower)
+        self.rank = _fresh("mpiopt_rank", lower)
         self.f08 = proc.binding == "mpi_f08"
         self.nslots = 0
         self.upper = True
@@ -328,6 +330,9 @@ class _ProcedureWriter:
             decl.append(f"{self.kw('INTEGER')} {self.ierr}")
         if uses_flags:
             decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nslots})")
+        if any(s.rank_guard for s in sites):
+            decl.append(f"{self.kw('LOGICAL')} {self.root}({self.nslots})")
+            decl.append(f"{self.kw('INTEGER')} {self.rank}")
         names = [b for b in dict.fromkeys(b.lower() for b in buffers) if b not in self.proc.asynchronous]
         if names:
             decl.append(self.kw("ASYNCHRONOUS") + " " + ", ".join(names))
@@ -418,7 +423,22 @@ class _ProcedureWriter:
             text = text[:-1] + "  " + comment + "\n"
         if any(w.flag for w in s.waits):
             text += self._lines(f"{self.flags}({s.slot + 1}) = 1", indent)
+        if s.rank_guard:
+            text = self._root_test(s, actuals, indent) + text
         return rewrite.Edit(self._off(first), self._off(last + 1), text)
+
+    def _root_test(self, s: Site, actuals: list, indent: str) -> str:
+        """Whether this rank is the call's root, for its split waits (C: mpiopt_is_root). On an
+        intercommunicator the root passes MPI_ROOT; a rank of the other group whose number is the
+        root's is taken for a root too, which only makes its wait earlier. The root and the
+        communicator are side-effect free (placement.Placer.place), so evaluating them again is
+        the call's own value."""
+        root, comm = actuals[s.coll.root], actuals[s.coll.comm]
+        tail = "" if self.f08 else f", {self.ierr}"
+        test = f"{self.kw('CALL')} {self.mpi('MPI_COMM_RANK')}({comm}, {self.rank}{tail})"
+        eq = ".EQ."
+        value = f"{self.root}({s.slot + 1}) = {self.rank} {eq} {root} .OR. {root} {eq} {self.mpi('MPI_ROOT')}"
+        return self._lines(test, indent) + self._lines(value, indent)
 
     def _persistent(self, s: Site, stmt) -> list[rewrite.Edit]:
         """<coll>_INIT before the loop, MPI_REQUEST_FREE after it."""
@@ -455,6 +475,21 @@ class _ProcedureWriter:
         return f"{self.kw('CALL')} {self.mpi('MPI_WAITALL')}({len(slots)}, {self.reqs}({a}:{b}), " \
                f"{self.mpi('MPI_STATUSES_IGNORE')}{tail})"
 
+    def _guarded_wait(self, w, status: str | None, indent: str) -> str:
+        """A wait that runs only where its call ran (a flag: the wait left the call's IF branch)
+        and/or on the root or the other ranks only (a rooted collective's split wait)."""
+        k = w.site.slot
+        cond = []
+        if w.flag:
+            cond.append(f"{self.flags}({k + 1}) " + (".NE." if self.fixed else "/=") + " 0")
+        if w.guard:
+            cond.append(("" if w.guard == "root" else ".NOT. ") + f"{self.root}({k + 1})")
+        text = self._lines(f"{self.kw('IF')} ({' .AND. '.join(cond)}) {self.kw('THEN')}", indent)
+        text += self._lines(self._wait_call([k], status), indent + "  ")
+        if w.flag:
+            text += self._lines(f"{self.flags}({k + 1}) = 0", indent + "  ")
+        return text + self._lines(self.kw("END IF"), indent)
+
     def _waits(self, waits) -> list[rewrite.Edit]:
         groups: dict = {}
         for w in waits:
@@ -472,22 +507,22 @@ class _ProcedureWriter:
                 at = self._off(closing)
                 last = block.children[-1].line if block.children else closing
                 indent = self._indent(last) if block.children else self._indent(closing) + "  "
-            plain = sorted({w.site.slot for w in group if not w.flag and self._status(w.site) is None})
+            plain = sorted({w.site.slot for w in group
+                            if not w.flag and not w.guard and self._status(w.site) is None})
             text = ""
             if plain and (len(plain) == 1 or plain[-1] - plain[0] + 1 == len(plain)):
                 text += self._lines(self._wait_call(plain), indent)
             else:
                 text += "".join(self._lines(self._wait_call([k]), indent) for k in plain)
             status = {w.site.slot: self._status(w.site) for w in group}
-            for k in sorted({w.site.slot for w in group if not w.flag and status[w.site.slot]}):
+            for k in sorted({w.site.slot for w in group if not w.flag and not w.guard and status[w.site.slot]}):
                 text += self._lines(self._wait_call([k], status[k]), indent)
-            for k in sorted({w.site.slot for w in group if w.flag}):
-                cond = f"{self.flags}({k + 1}) " + (".NE." if self.fixed else "/=") + " 0"
-                inner = indent + ("  " if not self.fixed else "  ")
-                text += self._lines(f"{self.kw('IF')} ({cond}) {self.kw('THEN')}", indent)
-                text += self._lines(self._wait_call([k], status[k]), inner)
-                text += self._lines(f"{self.flags}({k + 1}) = 0", inner)
-                text += self._lines(self.kw("END IF"), indent)
+            guarded = []
+            for w in sorted((w for w in group if w.flag or w.guard), key=lambda w: w.site.slot):
+                t = self._guarded_wait(w, status[w.site.slot], indent)
+                if t not in guarded:      # exclusive branches' sites share a slot and a wait
+                    guarded.append(t)
+            text += "".join(guarded)
             edits.append(rewrite.Edit(at, at, text, 100 if index >= len(block.children) else 0))
         return edits
 
