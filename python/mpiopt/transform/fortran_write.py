@@ -16,7 +16,10 @@ then the text:
 with, before the first executable statement, `INTEGER mpiopt_reqs(N)` (`TYPE(MPI_Request)`
 with mpi_f08, whose ierror arguments are optional and left out of the waits), `INTEGER
 mpiopt_ierr` (the waits' own status variable, so that they never overwrite the program's)
-and `ASYNCHRONOUS :: <buffers>`.
+and `ASYNCHRONOUS :: <buffers>`. Point-to-point calls the same way: MPI_SEND -> MPI_ISEND,
+MPI_RECV(…, status, ierr) -> MPI_IRECV(…, mpiopt_reqs(k), ierr) with the status in its wait;
+persistent MPI_SEND_INIT / MPI_RECV_INIT for both MPIs (fortran_p2p.py). Rooted collectives'
+waits are split by rank as in C, with `mpiopt_root(k)` set before the call.
 
 Why ASYNCHRONOUS (and not MPI_F_SYNC_REG): the buffer of a pending call is changed or read by
 MPI while the program runs on; Fortran lets a compiler keep a variable in a register or move
