@@ -63,7 +63,9 @@ _WORDING = [("not a statement of a { } block (no room for a wait)",
              "not a statement of a block the transformer models (a one-line IF, or in a WHERE, "
              "ASSOCIATE, BLOCK, SELECT TYPE...): no room for a wait"),
             ("end of the function", "end of the procedure"),
-            ("written through a macro", "not a plain CALL statement")]
+            ("written through a macro", "not a plain CALL statement"),
+            ("is not MPI_STATUS_IGNORE or `&variable`", "is not MPI_STATUS_IGNORE or a variable named "
+             "whole (the wait evaluates it again)")]
 
 
 def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
@@ -518,7 +520,8 @@ class _ProcedureWriter:
             else:
                 text += "".join(self._lines(self._wait_call([k]), indent) for k in plain)
             status = {w.site.slot: self._status(w.site) for w in group}
-            for k in sorted({w.site.slot for w in group if not w.flag and not w.guard and status[w.site.slot]}):
+            with_status = {w.site.slot for w in group if not w.flag and not w.guard and status[w.site.slot]}
+            for k in sorted(with_status):
                 text += self._lines(self._wait_call([k], status[k]), indent)
             guarded = []
             for w in sorted((w for w in group if w.flag or w.guard), key=lambda w: w.site.slot):
