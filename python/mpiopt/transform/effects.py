@@ -307,6 +307,11 @@ class EffectAnalysis:
     def is_status_ignore(self, arg: Node) -> bool:
         return self.text(arg).strip() == "MPI_STATUS_IGNORE"
 
+    def status_at_wait(self, arg: Node, c_form: bool) -> bool:
+        """Whether a receive's status argument can be evaluated again at its wait (C: the
+        form placement.py matched, MPI_STATUS_IGNORE or `&variable`)."""
+        return c_form
+
     def is_null(self, arg: Node) -> bool:
         return self.text(arg).strip() in ("NULL", "0", "((void *)0)", "(void *)0", "nullptr")
 

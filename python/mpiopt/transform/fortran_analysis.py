@@ -9,15 +9,18 @@ differ from C's; everything else is inherited unchanged.
     column positions); MPI_IN_PLACE is matched in any case.
   * a statement the front end does not model (WHERE, ASSOCIATE, BLOCK, DO CONCURRENT, ...)
     stops every pending call.
-  * waits of rooted collectives: one wait for every rank (C's rank-guarded pair needs the
-    `mpiopt_is_root` helper, which the Fortran writer does not emit)."""
+  (waits of rooted collectives are split by rank as in C: the Fortran writer tests the rank
+  in place of C's `mpiopt_is_root` helper)."""
 from __future__ import annotations
+
+from fparser.two import Fortran2003 as F
 
 from .alias import PointsTo
 from .effects import EffectAnalysis, call_args
 from .fortran_parse import FortranUnit
+from .fortran_symbols import POINTER_TARGET
 from .parse import Node
-from .placement import Placer, Site
+from .placement import Placer
 
 
 class FortranPointsTo(PointsTo):
@@ -58,12 +61,22 @@ class FortranEffectAnalysis(EffectAnalysis):
     def is_null(self, arg: Node) -> bool:
         return False
 
+    def is_status_ignore(self, arg: Node) -> bool:
+        return self.text(arg).strip().upper() == "MPI_STATUS_IGNORE"
 
-class FortranPlacer(Placer):
-    def place(self, site: Site):
-        site.waits = [self.position(site, "all")]
+    def status_at_wait(self, arg: Node, c_form: bool) -> bool:
+        """A receive's status goes to its wait: MPI_STATUS_IGNORE or a variable named whole
+        (`integer st(MPI_STATUS_SIZE)`, `type(MPI_Status) st`), not a pointer (which could be
+        associated elsewhere by then) and not an element or section (its subscripts could change)."""
+        if self.is_status_ignore(arg):
+            return True
+        ref = arg.children[0] if arg.kind == "UNARY_OPERATOR" and arg.op == "&" else None
+        while ref is not None and ref.kind == "UNARY_OPERATOR" and ref.op == "*":
+            ref = ref.children[0]
+        return isinstance(self.unit.fnodes.get(id(arg)), F.Name) and ref is not None and \
+            ref.kind == "DECL_REF_EXPR" and ref.ref != POINTER_TARGET
 
 
-def analyse(unit: FortranUnit) -> tuple[FortranEffectAnalysis, FortranPlacer]:
+def analyse(unit: FortranUnit) -> tuple[FortranEffectAnalysis, Placer]:
     ea = FortranEffectAnalysis(unit, FortranPointsTo().analyse(unit))
-    return ea, FortranPlacer(ea)
+    return ea, Placer(ea)

@@ -31,7 +31,7 @@ from fparser.two import Fortran2003 as F
 from fparser.two.parser import ParserFactory
 from fparser.two.utils import FortranSyntaxError, walk
 
-from .calls import COLLECTIVES, MPI_SYNCHRONISING, MPI_UNDERSTOOD
+from .calls import (MPI_SYNCHRONISING, MPI_UNDERSTOOD, MPI_WAITS, NONBLOCKING_P2P, REWRITABLE)
 from .fortran_cpp import map_lines, preprocess
 from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of
 from .fortran_io import IoStatements
@@ -43,8 +43,9 @@ PREPROCESSED_SUFFIXES = {".F90", ".F95", ".F03", ".F08", ".F", ".FOR", ".FPP", "
 
 # Fortran names are case-insensitive: MPI names are matched in upper case and given the C
 # spelling the shared tables use
-_MPI_NAMES = {n.upper(): n for n in list(COLLECTIVES) + list(MPI_UNDERSTOOD) + list(MPI_SYNCHRONISING)}
-_COLLECTIVE_NAMES = {n.upper() for n in COLLECTIVES}
+_MPI_NAMES = {n.upper(): n for n in list(REWRITABLE) + list(MPI_UNDERSTOOD) + list(MPI_SYNCHRONISING)
+              + list(NONBLOCKING_P2P) + list(MPI_WAITS)}
+_REWRITABLE_NAMES = {n.upper() for n in REWRITABLE}
 from fparser.two import Fortran2008 as F08  # noqa: E402
 _STOPS = (F.Stop_Stmt, F08.Error_Stop_Stmt)
 _OUTPUT = (F.Write_Stmt, F.Print_Stmt)
@@ -308,7 +309,7 @@ class _Converter(IoStatements):
         kind = type(st).__name__.replace("_", " ").replace(" Construct", "").replace(" Stmt", "")
         n = self.node("FORTRAN_UNMODELLED_STMT", st, text=why or f"{kind} `{str(st).splitlines()[0][:40]}`")
         for c in walk(st, F.Call_Stmt):
-            if name_of(c.children[0]).upper() in _COLLECTIVE_NAMES:
+            if name_of(c.children[0]).upper() in _REWRITABLE_NAMES:
                 self.line = self._span(c)
                 args = c.children[1].children if c.children[1] is not None else ()
                 self.adopt(n, self.call(name_of(c.children[0]), list(args), c))
@@ -435,7 +436,7 @@ class _Converter(IoStatements):
             callee = target.key if target is not None else name
         call = self.node("CALL_EXPR", f, callee=callee, target=callee)   # keyed as unit.functions
         self.adopt(call, self.node("DECL_REF_EXPR", spelling=callee, ref_kind="func"))
-        coll = COLLECTIVES.get(callee)
+        coll = REWRITABLE.get(callee)
         if coll is not None:
             # the ierror argument is not part of the C signature the tables describe
             ierror = args[len(coll.roles)] if len(args) > len(coll.roles) else None
@@ -516,8 +517,9 @@ class _Converter(IoStatements):
             names = walk(f, F.Name)
             if isinstance(f, F.Part_Ref) and not self._is_subscripted_variable(f):
                 return self.expr(f)
-            if isinstance(f, F.Data_Ref):
+            if isinstance(f, F.Data_Ref) and not self._mpi_status(f.children[0]):
                 # a component may be a pointer: its storage is the one all pointers share
+                # (an MPI_Status's are integers: `st%MPI_SOURCE` is part of `st`, as below)
                 return self.node("DECL_REF_EXPR", f, spelling=str(f), ref="<pointer/target>",
                                  ref_kind="var", is_global=True)
             base = f.children[0] if isinstance(f, F.Part_Ref) else (names[0] if names else None)
@@ -535,6 +537,10 @@ class _Converter(IoStatements):
                     self.adopt(rest, self.expr(c))
             return self.adopt(sub, ref, rest)
         return self.expr(f)
+
+    def _mpi_status(self, base) -> bool:
+        v = self.sym.lookup(self.scope, name_of(base)) if isinstance(base, F.Name) else None
+        return v is not None and v.mpi_status and "pointer" not in v.attrs
 
     def expr(self, f) -> Node:
         """Evaluating `f` for its value: what it reads."""

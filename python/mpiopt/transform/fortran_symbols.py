@@ -35,6 +35,7 @@ class Var:
     is_dummy: bool = False
     assumed_shape: bool = False
     derived: bool = False     # of a derived type (its components may be pointers)
+    mpi_status: bool = False  # TYPE(MPI_Status) (mpi_f08): integer components only
     foreign: bool = False     # not declared in the file (another file's module, an INCLUDE not found)
     attrs: set = field(default_factory=set)     # lower-case attribute names (pointer, target, …)
 
@@ -225,6 +226,8 @@ class SymbolBuilder:
                     v.assumed_shape = v.assumed_shape or assumed or (dim_assumed and not arr)
                     v.attrs |= attrs
                     v.derived = v.derived or isinstance(st.children[0], F.Declaration_Type_Spec)
+                    v.mpi_status = v.mpi_status or \
+                        str(st.children[0]).replace(" ", "").lower() == "type(mpi_status)"
                     if "external" in attrs:
                         s.functions.add(v.name)
             elif isinstance(st, F.Dimension_Stmt):

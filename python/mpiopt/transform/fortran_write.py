@@ -16,7 +16,10 @@ then the text:
 with, before the first executable statement, `INTEGER mpiopt_reqs(N)` (`TYPE(MPI_Request)`
 with mpi_f08, whose ierror arguments are optional and left out of the waits), `INTEGER
 mpiopt_ierr` (the waits' own status variable, so that they never overwrite the program's)
-and `ASYNCHRONOUS :: <buffers>`.
+and `ASYNCHRONOUS :: <buffers>`. Point-to-point calls the same way: MPI_SEND -> MPI_ISEND,
+MPI_RECV(…, status, ierr) -> MPI_IRECV(…, mpiopt_reqs(k), ierr) with the status in its wait;
+persistent MPI_SEND_INIT / MPI_RECV_INIT for both MPIs (fortran_p2p.py). Rooted collectives'
+waits are split by rank as in C, with `mpiopt_root(k)` set before the call.
 
 Why ASYNCHRONOUS (and not MPI_F_SYNC_REG): the buffer of a pending call is changed or read by
 MPI while the program runs on; Fortran lets a compiler keep a variable in a register or move
@@ -49,6 +52,7 @@ from . import rewrite
 from .effects import call_args
 from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
 from .fortran_analysis import analyse
+from .fortran_p2p import reallocated_in_loop, startall_runs
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
 from .placement import Site, assign_slots, find_sites
@@ -59,7 +63,9 @@ _WORDING = [("not a statement of a { } block (no room for a wait)",
              "not a statement of a block the transformer models (a one-line IF, or in a WHERE, "
              "ASSOCIATE, BLOCK, SELECT TYPE...): no room for a wait"),
             ("end of the function", "end of the procedure"),
-            ("written through a macro", "not a plain CALL statement")]
+            ("written through a macro", "not a plain CALL statement"),
+            ("is not MPI_STATUS_IGNORE or `&variable`", "is not MPI_STATUS_IGNORE or a variable named "
+             "whole (the wait evaluates it again)")]
 
 
 def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
@@ -140,7 +146,11 @@ def _not_persistent(s: Site, ea, target: Target) -> str:
     """'' if the call can become <coll>_INIT before its loop + MPI_START in it (the shared loop
     invariance test), else why not. Fortran's persistent collectives are written for Open MPI's
     MPIX_ extension only: Debian's MPICH 4.0.2 returned wrong sums from Fortran's
-    MPI_ALLREDUCE_INIT in a 3-iteration test at 2 ranks (use mpi: garbage, mpi_f08: zeros)."""
+    MPI_ALLREDUCE_INIT in a 3-iteration test at 2 ranks (use mpi: garbage, mpi_f08: zeros).
+    Point-to-point MPI_SEND_INIT / MPI_RECV_INIT are MPI-1: written for both MPIs."""
+    why = reallocated_in_loop(s, ea)
+    if why or s.coll.p2p:
+        return why or why_not_persistent(s, ea)
     if target.prefix != "MPIX":
         return (f"{target.library or 'this MPI'}: persistent collectives from Fortran are written "
                 "for Open MPI's MPIX_ extension only")
@@ -201,7 +211,8 @@ def why_blocking(unit: FortranUnit, proc: Procedure, s: Site, lines_of: dict) ->
     if proc.binding != "mpi_f08" and len(actuals) != len(s.coll.roles) + 1:
         return f"expected {len(s.coll.roles) + 1} arguments (the last the ierror) with {proc.binding}"
     for role, a in zip(s.coll.roles, actuals):
-        if role == "value" or str(a).upper() == "MPI_IN_PLACE":
+        # a receive's status is not MPI's while the call is pending: it goes to the wait
+        if role in ("value", "status") or str(a).upper() == "MPI_IN_PLACE":
             continue
         why = _temporary(unit, proc, a)
         base = a if isinstance(a, F.Name) else a.children[0] if isinstance(a, F.Part_Ref) else None
@@ -275,6 +286,8 @@ class _ProcedureWriter:
         self.reqs = _fresh("mpiopt_reqs", lower)
         self.flags = _fresh("mpiopt_flags", lower)
         self.ierr = _fresh("mpiopt_ierr", lower)
+        self.root = _fresh("mpiopt_root", lower)
+        self.rank = _fresh("mpiopt_rank", lower)
         self.f08 = proc.binding == "mpi_f08"
         self.nslots = 0
         self.upper = True
@@ -297,13 +310,19 @@ class _ProcedureWriter:
 
     def emit(self, sites: list[Site]) -> list[rewrite.Edit]:
         edits, buffers = [], []
+        runs = {id(run[0]): run for run in startall_runs(sites, self.unit)}
+        started = {id(s) for run in runs.values() for s in run[1:]}
         for s in sites:
             stmt = self.unit.fnodes[id(s.call)]
             self.upper = str(stmt.children[0]) != str(stmt.children[0]).lower()
             for role, a in zip(s.coll.roles, stmt.children[1].children):
-                if role != "value" and str(a).upper() != "MPI_IN_PLACE":
+                if role not in ("value", "status") and str(a).upper() != "MPI_IN_PLACE":
                     buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
-            edits.append(self._call(s, stmt))
+            if id(s) in started:        # started by the MPI_STARTALL in its run's first line
+                first, last = stmt.item.span
+                edits.append(rewrite.Edit(self._off(first), self._off(last + 1), ""))
+            else:
+                edits.append(self._call(s, stmt, runs.get(id(s))))
             if s.action == "persistent":
                 edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
@@ -316,13 +335,16 @@ class _ProcedureWriter:
             decl.append(f"{self.kw('INTEGER')} {self.ierr}")
         if uses_flags:
             decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nslots})")
+        if any(s.rank_guard for s in sites):
+            decl.append(f"{self.kw('LOGICAL')} {self.root}({self.nslots})")
+            decl.append(f"{self.kw('INTEGER')} {self.rank}")
         names = [b for b in dict.fromkeys(b.lower() for b in buffers) if b not in self.proc.asynchronous]
         if names:
             decl.append(self.kw("ASYNCHRONOUS") + " " + ", ".join(names))
         if uses_flags:
             decl.append(f"{self.flags} = 0")
         edits.append(rewrite.Edit(at, at, "".join(self._lines(d, indent) for d in decl), -5))
-        if any(s.action == "persistent" for s in sites) and self.proc.binding != "mpif.h":
+        if any(s.action == "persistent" and not s.coll.p2p for s in sites) and self.proc.binding != "mpif.h":
             # Open MPI's MPIX_ routines: their module, first in the specification part
             # (mpif.h needs nothing: the routines are external procedures there)
             module = "mpi_f08_ext" if self.f08 else "mpi_ext"
@@ -380,11 +402,15 @@ class _ProcedureWriter:
             out = cut
         return "".join(x + "\n" for x in out)
 
-    def _call(self, s: Site, stmt) -> rewrite.Edit:
+    def _call(self, s: Site, stmt, run: list | None = None) -> rewrite.Edit:
         first, last = stmt.item.span
         actuals = [str(a) for a in stmt.children[1].children]
         n = len(s.coll.roles)
-        args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
+        at = s.coll.status
+        if at is not None:          # a receive: the request takes the status's place
+            args = actuals[:at] + [self.req(s.slot)] + actuals[at + 1:]
+        else:
+            args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
         name = str(stmt.children[0])
         rest = name[4:]
         new = name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower()
@@ -394,33 +420,80 @@ class _ProcedureWriter:
         if s.action == "persistent":
             new = self.mpi("MPI_START")
             args = [self.req(s.slot)] + actuals[n:]
+            if run:
+                new = self.mpi("MPI_STARTALL")
+                args = [str(len(run)), f"{self.reqs}({run[0].slot + 1}:{run[-1].slot + 1})"] + actuals[n:]
         text = self._lines(f"{self.kw('CALL')} {new}({', '.join(args)})", indent)
         if comment:
             text = text[:-1] + "  " + comment + "\n"
         if any(w.flag for w in s.waits):
             text += self._lines(f"{self.flags}({s.slot + 1}) = 1", indent)
+        if s.rank_guard:
+            text = self._root_test(s, actuals, indent) + text
         return rewrite.Edit(self._off(first), self._off(last + 1), text)
+
+    def _root_test(self, s: Site, actuals: list, indent: str) -> str:
+        """Whether this rank is the call's root, for its split waits (C: mpiopt_is_root). On an
+        intercommunicator the root passes MPI_ROOT; a rank of the other group whose number is the
+        root's is taken for a root too, which only makes its wait earlier. The root and the
+        communicator are side-effect free (placement.Placer.place), so evaluating them again is
+        the call's own value."""
+        root, comm = actuals[s.coll.root], actuals[s.coll.comm]
+        tail = "" if self.f08 else f", {self.ierr}"
+        test = f"{self.kw('CALL')} {self.mpi('MPI_COMM_RANK')}({comm}, {self.rank}{tail})"
+        eq = ".EQ."
+        value = f"{self.root}({s.slot + 1}) = {self.rank} {eq} {root} .OR. {root} {eq} {self.mpi('MPI_ROOT')}"
+        return self._lines(test, indent) + self._lines(value, indent)
 
     def _persistent(self, s: Site, stmt) -> list[rewrite.Edit]:
         """<coll>_INIT before the loop, MPI_REQUEST_FREE after it."""
         loop = s.loop
         actuals = [str(a) for a in stmt.children[1].children][:len(s.coll.roles)]
         tail = "" if self.f08 else f", {self.ierr}"
-        init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPIX'))}(" \
-               f"{', '.join(actuals + [self.mpi('MPI_INFO_NULL'), self.req(s.slot)])}{tail})"
+        if s.coll.p2p:              # MPI_SEND_INIT / MPI_RECV_INIT (MPI-1): no info, no status
+            if s.coll.status is not None:
+                del actuals[s.coll.status]
+            init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPI'))}(" \
+                   f"{', '.join(actuals + [self.req(s.slot)])}{tail})"
+        else:
+            init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPIX'))}(" \
+                   f"{', '.join(actuals + [self.mpi('MPI_INFO_NULL'), self.req(s.slot)])}{tail})"
         free = f"{self.kw('CALL')} {self.mpi('MPI_REQUEST_FREE')}({self.req(s.slot)}{tail})"
         indent = self._indent(loop.line)
         after = self.unit.text.count(b"\n", 0, loop.end - 1) + 2
         return [rewrite.Edit(self._off(loop.line), self._off(loop.line), self._lines(init, indent), 5),
                 rewrite.Edit(self._off(after), self._off(after), self._lines(free, indent), 150 + s.slot)]
 
-    def _wait_call(self, slots: list[int]) -> str:
+    def _status(self, site: Site) -> str | None:
+        """A receive's own status argument (its wait fills it in), None for MPI_STATUS_IGNORE."""
+        if site.coll.status is None:
+            return None
+        a = str(self.unit.fnodes[id(site.call)].children[1].children[site.coll.status])
+        return None if a.upper() == "MPI_STATUS_IGNORE" else a
+
+    def _wait_call(self, slots: list[int], status: str | None = None) -> str:
         tail = "" if self.f08 else f", {self.ierr}"
         if len(slots) == 1:
-            return f"{self.kw('CALL')} {self.mpi('MPI_WAIT')}({self.req(slots[0])}, {self.mpi('MPI_STATUS_IGNORE')}{tail})"
+            return f"{self.kw('CALL')} {self.mpi('MPI_WAIT')}({self.req(slots[0])}, " \
+                   f"{status or self.mpi('MPI_STATUS_IGNORE')}{tail})"
         a, b = slots[0] + 1, slots[-1] + 1
         return f"{self.kw('CALL')} {self.mpi('MPI_WAITALL')}({len(slots)}, {self.reqs}({a}:{b}), " \
                f"{self.mpi('MPI_STATUSES_IGNORE')}{tail})"
+
+    def _guarded_wait(self, w, status: str | None, indent: str) -> str:
+        """A wait that runs only where its call ran (a flag: the wait left the call's IF branch)
+        and/or on the root or the other ranks only (a rooted collective's split wait)."""
+        k = w.site.slot
+        cond = []
+        if w.flag:
+            cond.append(f"{self.flags}({k + 1}) " + (".NE." if self.fixed else "/=") + " 0")
+        if w.guard:
+            cond.append(("" if w.guard == "root" else ".NOT. ") + f"{self.root}({k + 1})")
+        text = self._lines(f"{self.kw('IF')} ({' .AND. '.join(cond)}) {self.kw('THEN')}", indent)
+        text += self._lines(self._wait_call([k], status), indent + "  ")
+        if w.flag:
+            text += self._lines(f"{self.flags}({k + 1}) = 0", indent + "  ")
+        return text + self._lines(self.kw("END IF"), indent)
 
     def _waits(self, waits) -> list[rewrite.Edit]:
         groups: dict = {}
@@ -439,19 +512,23 @@ class _ProcedureWriter:
                 at = self._off(closing)
                 last = block.children[-1].line if block.children else closing
                 indent = self._indent(last) if block.children else self._indent(closing) + "  "
-            plain = sorted({w.site.slot for w in group if not w.flag})
+            plain = sorted({w.site.slot for w in group
+                            if not w.flag and not w.guard and self._status(w.site) is None})
             text = ""
             if plain and (len(plain) == 1 or plain[-1] - plain[0] + 1 == len(plain)):
                 text += self._lines(self._wait_call(plain), indent)
             else:
                 text += "".join(self._lines(self._wait_call([k]), indent) for k in plain)
-            for k in sorted({w.site.slot for w in group if w.flag}):
-                cond = f"{self.flags}({k + 1}) " + (".NE." if self.fixed else "/=") + " 0"
-                inner = indent + ("  " if not self.fixed else "  ")
-                text += self._lines(f"{self.kw('IF')} ({cond}) {self.kw('THEN')}", indent)
-                text += self._lines(self._wait_call([k]), inner)
-                text += self._lines(f"{self.flags}({k + 1}) = 0", inner)
-                text += self._lines(self.kw("END IF"), indent)
+            status = {w.site.slot: self._status(w.site) for w in group}
+            with_status = {w.site.slot for w in group if not w.flag and not w.guard and status[w.site.slot]}
+            for k in sorted(with_status):
+                text += self._lines(self._wait_call([k], status[k]), indent)
+            guarded = []
+            for w in sorted((w for w in group if w.flag or w.guard), key=lambda w: w.site.slot):
+                t = self._guarded_wait(w, status[w.site.slot], indent)
+                if t not in guarded:      # exclusive branches' sites share a slot and a wait
+                    guarded.append(t)
+            text += "".join(guarded)
             edits.append(rewrite.Edit(at, at, text, 100 if index >= len(block.children) else 0))
         return edits
 

@@ -111,12 +111,12 @@ def _why_not_point_to_point(site: Site, args: list, ea: EffectAnalysis) -> str:
     order of completion. The status argument is evaluated again at the wait, so it must be
     MPI_STATUS_IGNORE or the address of a variable."""
     if site.coll.name == "MPI_Recv":
-        source, tag = ea.text(args[3]), ea.text(args[4])
+        source, tag = ea.text(args[3]).upper(), ea.text(args[4]).upper()     # Fortran: any case
         for wildcard, text in (("MPI_ANY_SOURCE", source), ("MPI_ANY_TAG", tag)):
             if wildcard in text:
                 return f"receives with {wildcard}: the order in which messages match is kept as it is"
         status = " ".join(ea.text(args[site.coll.status]).split())
-        if not _STATUS_AT_WAIT.match(status):
+        if not ea.status_at_wait(args[site.coll.status], _STATUS_AT_WAIT.match(status) is not None):
             return f"the status argument `{status}` is not MPI_STATUS_IGNORE or `&variable`"
     return ""
 

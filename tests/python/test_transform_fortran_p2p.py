@@ -1,0 +1,237 @@
+"""Fortran point-to-point in `mpiopt transform` (issue 66): MPI_SEND/MPI_SSEND/MPI_RECV become
+MPI_ISEND/MPI_ISSEND/MPI_IRECV with waits as late as the data allow, in the three bindings
+(tests/transform_cases/fortran_p2p_free.f90 `use mpi`, fortran_p2p_f08.f90 `use mpi_f08`,
+fortran_p2p_fixed.f `include 'mpif.h'`); halo exchanges in time-step loops become persistent
+(MPI_SEND_INIT/MPI_RECV_INIT + MPI_STARTALL) with both MPIs; wildcard receives and receives into
+array sections stay blocking. The markers in the cases (CONFLICT, OVERLAP, UNCHANGED, in a comment
+on the line or on the comment line below the statement) say where each wait may go; the
+transformed programs must print what the originals print with both MPIs."""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from mpiopt import mpi
+from mpiopt.transform import Options, transform_file
+
+sys.path.insert(0, str(Path(__file__).parent))
+import difftest  # noqa: E402
+
+CASES = Path(__file__).resolve().parents[1] / "transform_cases"
+FREE, F08, FIXED = (CASES / n for n in ("fortran_p2p_free.f90", "fortran_p2p_f08.f90",
+                                        "fortran_p2p_fixed.f"))
+pytestmark = pytest.mark.skipif(not shutil.which("mpif90.openmpi") and not shutil.which("mpif90.mpich"),
+                                reason="needs an MPI Fortran compiler")
+P2P = re.compile(r"^\s*call\s+mpi_(send|ssend|recv)\(", re.I)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def markers(path: Path, name: str) -> list[int]:
+    return [i for i, ln in enumerate(lines(path), 1) if re.search(rf"(!|^C)\s*{name}\s*$", ln)]
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(i for i, ln in enumerate(lines(path), 1) if text in ln)
+
+
+@pytest.fixture(scope="module", params=[FREE, F08, FIXED], ids=["use_mpi", "mpi_f08", "mpif_h"])
+def case(request):
+    return request.param, transform_file(request.param, Options())
+
+
+def test_sites_waits_and_markers(case):
+    path, r = case
+    sites = sorted(r.sites, key=lambda s: s["line"])
+    p2p_lines = [i for i, ln in enumerate(lines(path), 1) if P2P.match(ln)]
+    assert p2p_lines and set(p2p_lines) <= {s["line"] for s in sites}
+
+    def site_before(line):
+        return max((s for s in sites if s["line"] < line), key=lambda s: s["line"])
+
+    for line in markers(path, "CONFLICT"):
+        s = site_before(line)
+        assert s["action"] == "nonblocking" and all(w["line"] <= line for w in s["waits"]), (line, s)
+    for line in markers(path, "OVERLAP"):
+        s = site_before(line)
+        assert s["action"] == "nonblocking" and all(w["line"] > line for w in s["waits"]), (line, s)
+    unchanged = markers(path, "UNCHANGED")
+    assert len(unchanged) == 2
+    for line in unchanged:
+        s = site_before(line + 1)
+        assert s["action"] == "unchanged", s
+    wildcard, section = (site_before(ln + 1) for ln in unchanged)
+    assert re.search(r"receives with MPI_ANY_(SOURCE|TAG)", wildcard["reason"]), wildcard
+    assert "is an array section" in section["reason"], section
+    # every other point-to-point call is rewritten
+    assert all(s["action"] == "nonblocking" for s in sites if s["line"] in p2p_lines
+               and s not in (wildcard, section))
+
+
+def test_text_of_the_rewritten_calls(case):
+    path, r = case
+    out = r.output.decode()
+    upper = out.upper()
+    assert "MPI_ISEND(" in upper and "MPI_IRECV(" in upper
+    assert re.search(r"asynchronous[^\n]*\b(gl|gw)\b", out, re.I), "receive buffers get ASYNCHRONOUS"
+    if path == F08:
+        # TYPE(MPI_Request); no ierror where the program had none; the status moves to the wait
+        # (the two branches of an IF share request slots)
+        assert "type(MPI_Request) mpiopt_reqs(" in out
+        assert "call MPI_Irecv(b, m, MPI_DOUBLE_PRECISION, 1, 11, MPI_COMM_WORLD, mpiopt_reqs(1))" in out
+        assert "call MPI_WAIT(mpiopt_reqs(1), st)" in out
+    elif path == FREE:
+        assert "call MPI_Irecv(in, n, MPI_DOUBLE_PRECISION, prev, 7, MPI_COMM_WORLD, mpiopt_reqs(2), " \
+               "ierr)" in out
+        assert "call MPI_WAIT(mpiopt_reqs(2), status, mpiopt_ierr)" in out
+        assert "call MPI_Issend(out, n," in out
+    else:
+        code = [ln for ln in out.splitlines() if ln and ln[0] not in "Cc*!"]
+        assert all(len(ln) <= 72 for ln in code), [ln for ln in code if len(ln) > 72]
+        assert "CALL MPI_WAIT(mpiopt_reqs(1), STATUS, mpiopt_ierr)" in out
+        # the existing MPI_ISEND/MPI_IRECV/MPI_WAITALL are kept as they are
+        assert out.count("CALL MPI_WAITALL(2, REQS, STATS, IERR)") == 1
+
+
+def test_status_components_are_the_status(case):
+    """mpi_f08: reading `st%MPI_TAG` reads the status the receive's wait fills in (a component of
+    another derived type would be the location all pointers share, which the status is not)."""
+    path, r = case
+    if path != F08:
+        pytest.skip("TYPE(MPI_Status) is mpi_f08's")
+    pair = next(s for s in r.sites if s["line"] == line_of(F08, "MPI_Recv(b, m"))
+    assert pair["waits"][0]["line"] == line_of(F08, "tagsum = st%MPI_TAG")
+    assert "st % MPI_TAG" in pair["waits"][0]["blocked_by"]
+
+
+def test_existing_nonblocking_calls_are_understood(case):
+    """A collective's wait moves past MPI_IRECV/MPI_ISEND of other buffers (C: calls.NONBLOCKING_P2P)."""
+    path, r = case
+    if path == F08:
+        pytest.skip("the use mpi and mpif.h cases have the nonblocking exchange")
+    upper = path.read_text().upper()
+    line = upper[:upper.index("MPI_IRECV(")].count("\n") + 1
+    coll = max((s for s in r.sites if s["line"] < line), key=lambda s: s["line"])
+    assert coll["call"] == "MPI_Allreduce" and coll["waits"][0]["moved_past"] >= 2, coll
+
+
+def test_fixpoint(case, tmp_path):
+    path, r = case
+    again = tmp_path / path.name
+    again.write_bytes(r.output)
+    second = transform_file(again, Options())
+    assert not second.changed and all(s["action"] == "unchanged" for s in second.sites)
+
+
+@pytest.mark.parametrize("flavour", ["openmpi", "mpich"])
+def test_halo_loops_become_persistent_with_both_mpis(flavour):
+    if not shutil.which(f"mpif90.{flavour}"):
+        pytest.skip(f"no mpif90.{flavour}")
+    r = transform_file(FREE, Options(mode="persistent", flavour=flavour))
+    out = r.output.decode().splitlines()
+    loop = line_of(FREE, "do step = 1, nsteps")
+    halo = [s for s in r.sites if loop < s["line"] < loop + 5]
+    assert [s["action"] for s in halo] == ["persistent"] * 4, halo
+    inits = [i for i, ln in enumerate(out) if re.search(r"MPI_(SEND|RECV)_INIT\(", ln)]
+    startall = next(i for i, ln in enumerate(out) if "MPI_STARTALL(4, mpiopt_reqs(4:7), ierr)" in ln)
+    frees = [i for i, ln in enumerate(out) if "MPI_REQUEST_FREE(mpiopt_reqs(" in ln]
+    do = out.index("  do step = 1, nsteps")
+    assert len(inits) == 4 and max(inits) < do < startall < min(frees) and len(frees) >= 4
+    # no Open MPI extension module for point-to-point alone (MPICH: no persistent collectives)
+    assert ("use mpi_ext" in r.output.decode()) == (flavour == "openmpi")
+    # the send outside a loop stays nonblocking, with the reason
+    first = next(s for s in r.sites if s["line"] == line_of(FREE, "call MPI_Send(out, n"))
+    assert first["action"] == "nonblocking" and "not directly in a loop body" in first["reason"]
+
+
+ORDERED = """program ordered
+  use mpi
+  implicit none
+  integer :: ierr, rank, peer, step, status(MPI_STATUS_SIZE)
+  double precision :: a, b, c
+  double precision, allocatable :: v(:)
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  peer = 1 - rank
+  do step = 1, 3
+    a = step
+    call MPI_Send(a, 1, MPI_DOUBLE_PRECISION, peer, 5, MPI_COMM_WORLD, ierr)
+    call MPI_Send(a, 1, MPI_DOUBLE_PRECISION, peer, 5, MPI_COMM_WORLD, ierr)
+    call MPI_Recv(b, 1, MPI_DOUBLE_PRECISION, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+    call MPI_Recv(c, 1, MPI_DOUBLE_PRECISION, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+    allocate (v(4))
+    v = b + c
+    call MPI_Send(v, 4, MPI_DOUBLE_PRECISION, peer, 6, MPI_COMM_WORLD, ierr)
+    call MPI_Recv(v, 4, MPI_DOUBLE_PRECISION, peer, 6, MPI_COMM_WORLD, status, ierr)
+    print *, v(1), status(MPI_TAG)
+    deallocate (v)
+  end do
+  call MPI_Finalize(ierr)
+end program ordered
+"""
+
+
+def test_startall_keeps_matching_order_and_moved_buffers_stay_nonblocking(tmp_path):
+    src = tmp_path / "ordered.f90"
+    src.write_text(ORDERED)
+    r = transform_file(src, Options(mode="persistent", flavour="openmpi"))
+    out = r.output.decode()
+    # two sends (and two receives) with one tag never share an MPI_STARTALL, which could start
+    # them in either order; a send and a receive may
+    starts = [ln.strip() for ln in out.upper().splitlines() if "MPI_START" in ln]
+    assert starts == ["CALL MPI_START(MPIOPT_REQS(1), IERR)", "CALL MPI_STARTALL(2, MPIOPT_REQS(2:3), IERR)",
+                      "CALL MPI_START(MPIOPT_REQS(4), IERR)"], starts
+    by_line = {s["line"]: s for s in r.sites}
+    # a buffer ALLOCATEd in the loop moves: a request made before the loop would use old storage
+    moved = by_line[line_of(src, "MPI_Send(v, 4")]
+    assert moved["action"] == "nonblocking" and "allocated or deallocated in the loop" in moved["reason"]
+
+
+def test_status_that_is_not_a_whole_variable_keeps_the_receive_blocking(tmp_path):
+    src = tmp_path / "element.f90"
+    src.write_text(ORDERED.replace("status(MPI_STATUS_SIZE)", "stats(MPI_STATUS_SIZE, 2)")
+                   .replace("MPI_COMM_WORLD, status, ierr)", "MPI_COMM_WORLD, stats(1, step), ierr)")
+                   .replace("status(MPI_TAG)", "stats(MPI_TAG, 1)"))
+    r = transform_file(src, Options())
+    s = next(s for s in r.sites if s["line"] == line_of(src, "MPI_Recv(v, 4"))
+    assert s["action"] == "unchanged", s
+    assert "status argument `stats(1, step)` is not MPI_STATUS_IGNORE or a variable named whole" \
+        in s["reason"], s
+
+
+def _in_process(source, mode, out_dir, flavour):
+    r = transform_file(source, Options(mode=mode, flavour=flavour))
+    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
+    out.write_bytes(r.output)
+    return SimpleNamespace(path=out)
+
+
+@pytest.mark.parametrize("path", [FREE, F08, FIXED], ids=["use_mpi", "mpi_f08", "mpif_h"])
+def test_transformed_programs_print_the_same(path, tmp_path):
+    flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
+    if not flavours:
+        pytest.skip("no MPI with mpif90")
+    failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
+                              ranks=(2, 3), transformer=_in_process)
+    assert not failures, "\n".join(failures)
+
+
+def test_rooted_collective_waits_split_by_rank():
+    """MPI_REDUCE's receive buffer matters at the root only: the root waits before reading it,
+    the other ranks wait later, before their send buffer is written (placement.Placer.place, as
+    for C; the writer tests the rank before the call)."""
+    r = transform_file(FREE, Options())
+    reduce = next(s for s in r.sites if s["call"] == "MPI_Reduce")
+    root, other = reduce["waits"]
+    assert (root["guard"], root["line"]) == ("root", line_of(FREE, "'halo', res(1)"))
+    assert other["guard"] == "nonroot" and other["line"] > root["line"] and other["moved_past"] == 3
+    out = r.output.decode()
+    assert "mpiopt_root(8) = mpiopt_rank .EQ. 0 .OR. 0 .EQ. MPI_ROOT" in out
+    assert "if (mpiopt_root(8)) then" in out and "if (.NOT. mpiopt_root(8)) then" in out
