@@ -82,6 +82,7 @@ def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
     table = json.loads(out.read_text())
     assert json.loads(r.stdout)["tables"][flavour] == table
     assert table["version"] == 2 and table["flavour"] == flavour
+    assert table["measured"]["send_buffer"] == "unchanged between calls (OSU's way)"
     assert set(table["model"]) == {"alpha", "beta", "gamma"}
     assert all(isinstance(v, float) and v >= 0 for v in table["model"].values())
     assert table["model"]["alpha"] > 0
@@ -106,6 +107,17 @@ def test_tune_writes_a_table_libmpiopt_reads(tmp_path):
                                    "--algorithms", "auto"], env=env, timeout=120)
         assert run.returncode == 0, run.stderr
         assert f"mpiopt: tuning file: allreduce p={p}: {said}" in run.stderr, run.stderr
+
+
+def test_tune_fresh_measures_with_inputs_written_before_every_call(tmp_path):
+    """--fresh: the sweep writes the send buffer before every call (mpiopt-allreduce --fresh), as
+    `mpiopt bench allreduce --fresh` does, and the file says so."""
+    out = tmp_path / "fresh.json"
+    r = mpiopt("tune", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8:4K", "--iterations", "3",
+               "--warmup", "0", "--no-reduce", "--fresh", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    table = json.loads(out.read_text())
+    assert table["measured"]["send_buffer"] == "fresh each call" and table["allreduce"]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -36,6 +36,7 @@ from ..console import console as report_console
 EXAMPLE = """examples:
   mpiopt tune                            p = 2 and 4, every built MPI -> results/tuning-<flavour>.json
   mpiopt tune -np 2,3,4 --flavour mpich -o mpich.json
+  mpiopt tune -np 2 --fresh              inputs written before every call, as applications do
   mpiopt tune -np 2,4,8,16,32,64 --flavour openmpi -o node.json
         a 64-core node: rows for every communicator size from 2 to 64 (classes 2, 3-4, ..., 33-64)
   MPIOPT_TUNING_FILE=results/tuning-openmpi.json mpiopt run -np 4 -- ./app
@@ -216,6 +217,7 @@ def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dic
                      intra_beta=levels["intra"]["beta"])
         measured_levels = {"levels": levels, "one_level_fit": flat}
     classes = rank_classes([d["ranks"] for d in docs])
+    fresh = bool(docs) and all(d.get("fresh") for d in docs)    # what the benchmark says it did
     return {
         "version": 2,
         "flavour": flavour,
@@ -225,6 +227,7 @@ def tuning_table(flavour: str, allreduce_docs: list[dict], reduce_docs: list[dic
         # extra keys are skipped by libmpiopt's reader; they say where the numbers come from
         "measured": {"by": "mpiopt tune", "ranks": sorted({d["ranks"] for d in allreduce_docs}),
                      "min_bytes": min(sizes), "max_bytes": max(sizes), "statistic": "median of the slowest rank",
+                     "send_buffer": "fresh each call" if fresh else "unchanged between calls (OSU's way)",
                      "mpi_library": allreduce_docs[0].get("mpi_library", "") if allreduce_docs else "",
                      **measured_levels},
     }
@@ -310,7 +313,7 @@ def run(args) -> int:
                         docs[op].append(bench.measure(
                             flavour, np, sizes, ",".join(tuned), args.iterations, args.warmup,
                             args.iterations_large, args.warmup_large, operation=op,
-                            time_limit=args.time_limit, env=env))
+                            time_limit=args.time_limit, env=env, fresh=args.fresh))
                     except RuntimeError as e:
                         console.print(f"[red]error:[/red] {e}\nnothing written")
                         return 1
@@ -398,6 +401,10 @@ def register(sub) -> None:
     p.add_argument("--time-limit", type=float, default=1.0, metavar="SECONDS",
                    help="cut a size's iterations after about this long, keeping at least 3 (default 1)")
     p.add_argument("--no-reduce", action="store_true", help="tune MPI_Allreduce only (no reduce rows)")
+    p.add_argument("--fresh", action="store_true",
+                   help="write the send buffer before every timed call (untimed), as an application "
+                        "computes its inputs; default OSU's unchanged buffer (the file's "
+                        "measured.send_buffer says which)")
     p.add_argument("--ranks-per-node", metavar="K",
                    help="pretend nodes of K consecutive ranks (MPIOPT_RANKS_PER_NODE, for testing on one "
                    "machine) and measure both levels, intra-node and inter-node, at the largest -np; "
