@@ -41,6 +41,7 @@ import re
 from dataclasses import dataclass, field
 
 from .alias import find
+from .calls import is_mpi
 from .effects import EffectAnalysis, Effects, call_args, strip
 from .parse import Function, Node, Unit, own_nodes
 from .placement import Site
@@ -91,6 +92,21 @@ def _recursive(key: str, calls: dict) -> bool:
     return False
 
 
+def _calling_mpi(unit: Unit, calls: dict) -> set:
+    """Keys of the functions that call MPI, themselves or through the file's functions: moving a
+    call of one would move MPI calls (their order between ranks, their matching)."""
+    out = {k for k, fn in unit.functions.items()
+           if any(n.kind == "CALL_EXPR" and is_mpi(n.callee) for n in own_nodes(fn.body))}
+    changed = True
+    while changed:
+        changed = False
+        for k, callees in calls.items():
+            if k not in out and callees & out:
+                out.add(k)
+                changed = True
+    return out
+
+
 def _address_taken(unit: Unit) -> dict:
     """function key -> line of a use of its name other than calling it."""
     callees = set()
@@ -118,6 +134,7 @@ class Across:
         taken = _address_taken(unit)
         called_somewhere = {k for ks in calls.values() for k in ks}
         self._pointees = self._pointed_to()
+        self._mpi = _calling_mpi(unit, calls)
         for key, fn in unit.functions.items():
             if key not in called_somewhere and key not in taken:
                 continue
@@ -179,8 +196,10 @@ class Across:
             self.ea.expr(h.ret, eff)
         for part in nodes:
             for n in part.walk():
-                if n.kind == "CALL_EXPR" and n.callee.startswith(("MPI_", "PMPI_", "MPIX_")):
+                if n.kind == "CALL_EXPR" and is_mpi(n.callee):
                     return f"its statements after the wait call {n.callee} (line {n.line})"
+                if n.kind == "CALL_EXPR" and n.target in self._mpi:
+                    return f"its statements after the wait call {n.callee} (line {n.line}), which calls MPI"
         what = None
         if eff.stop:
             what = (eff.stop[0], eff.stop[1])
@@ -229,6 +248,19 @@ class Across:
                 return f"the type of `{d.spelling}` cannot be a field as spelled (`{d.type}`)"
             if not d.is_ref and id(find(self.pts.var(key, d.is_global))) in self._pointees:
                 return f"a pointer to `{d.spelling}` exists (a copy of it in the state would not be seen through it)"
+        # memory of the helper's own variables reached through pointers ends with the start
+        own, in_tail = {}, {n.ref for st in h.tail for n in st.walk() if n.kind == "VAR_DECL"}
+        for d in [c for c in fn.node.children if c.kind == "PARM_DECL" and not c.is_ref] + \
+                [n for n in own_nodes(fn.body) if n.kind == "VAR_DECL" and not n.is_global]:
+            if d.ref not in h.carried and d.ref not in in_tail:
+                own[id(find(self.pts.var(d.ref)))] = d
+        used = [loc for loc, _w, _a, _r in self.ea.buffer_accesses(site.call)]
+        used += list(h.tail_effects.reads) + list(h.tail_effects.writes)
+        for loc in used:
+            d = own.get(id(find(loc))) if loc is not None else None
+            if d is not None:
+                return f"the pending call or the statements after the wait use `{d.spelling}` " \
+                       "through a pointer (it ends with the start)"
         return ""
 
     def _pointed_to(self) -> set:
@@ -251,8 +283,9 @@ class Across:
             if h is None or h.site is None:
                 continue
             s = SplitSite(call=n, function=caller.name, coll=h.site.coll, helper=h, may_unwind=may_unwind)
-            out.append(s)
             h.calls.append(s)
+            if not h.why_not:          # else the helper's own site says why, once
+                out.append(s)
             s.reason = self._why_not_call(s, caller)
             if s.reason:
                 s.reason = "left as it is: " + s.reason
@@ -276,6 +309,8 @@ class Across:
             s.lhs, stmt, parent = lhs, parent, parent.parent
         while parent is not None and parent.kind == "UNEXPOSED_EXPR" and len(parent.children) == 1:
             stmt, parent = parent, parent.parent
+        if parent is not None and parent.kind == "VAR_DECL":
+            return "it initialises a declaration (its value is needed where the variable is declared)"
         if parent is None or parent.kind != "COMPOUND_STMT":
             return "its result is used in an expression" if parent is not None and \
                 not parent.kind.endswith("_STMT") else "not a statement of a { } block"

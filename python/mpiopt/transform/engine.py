@@ -110,6 +110,8 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
         todo = [s for s in sites if s.block is not None]
         if todo:
             emitter.decide(todo, placer)
+            todo = [s for s in todo if s.action != "unchanged"]
+        if todo:
             edits += emitter.emit(todo)
             if any(s.rank_guard for s in todo) and helper_at is None:
                 # at file scope (C++: before the namespace or class holding the function)
@@ -184,6 +186,12 @@ class _FunctionEmitter:
         self.nslots = assign_slots(self.fn.body, sites)
         for s in sites:
             placer.place(s)
+            if isinstance(s, SplitSite) and all(w.steps == 0 for w in s.waits):
+                # nothing to overlap: splitting would only add code
+                w = s.waits[0]
+                s.action, s.waits, s.block = "unchanged", [], None
+                s.reason = f"left as it is: the caller needs what {s.helper.fn.name} leaves at once " \
+                           f"({w.blocked_by}, line {w.blocked_line})"
 
     # --- text --------------------------------------------------------------------------------
     def req(self, k: int) -> str:
