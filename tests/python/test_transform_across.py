@@ -92,6 +92,8 @@ def test_c_globals_the_helper_uses_after_its_wait_stop_the_finish():
     ("pointer", "pointer_sum", "use `s` through a pointer"),
     ("recursive", "recursive_sum", "recursive"),
     ("address", "taken_sum", "its address is taken"),
+    ("alias", "alias_sum", "a pointer to `s` exists"),
+    ("calls_mpi", "mean", "call count_ranks (line"),
 ])
 def test_c_helpers_that_stay_say_why(name, helper, why):
     by_line = sites(C_CASE)
@@ -131,6 +133,8 @@ def test_cxx_hpcg_style_dot_product_and_wrapper_move():
     # a temporary bound to the reference parameter ends with the start's call
     assert_stays(CXX_CASE, by_line, "temporary", "a temporary bound to a reference")
     assert_stays(CXX_CASE, by_line, "initialiser", "initialises a declaration")
+    thrower = helper_site(by_line, "checked_sum")
+    assert not thrower["across"]["split"] and "throw" in thrower["across"]["reason"], thrower
     time = by_line[marker(CXX_CASE, "MOVED(time)")]
     assert "writes `t4`" in time["waits"][0]["blocked_by"], time
 

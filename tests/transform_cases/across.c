@@ -88,6 +88,28 @@ static double taken_sum(double x)             /* its address is taken below */
 
 static double (*sum_function)(double) = taken_sum;
 
+static double alias_sum(double x)             /* a pointer to the receive buffer, used after the wait */
+{
+    double s = 0.0, *q = &s;
+    MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    *q += 1.0;
+    return s;
+}
+
+static void count_ranks(int *n)
+{
+    MPI_Comm_size(MPI_COMM_WORLD, n);
+}
+
+static double mean(double x)                  /* calls MPI after its wait, through a function */
+{
+    double s = 0.0;
+    int n;
+    MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    count_ranks(&n);
+    return s / n;
+}
+
 static void show(const char *what, double v)
 {
     if (rank == 0)
@@ -151,6 +173,12 @@ int main(int argc, char **argv)
     t = taken_sum(rank);                                 /* STAYS(address) */
     w = a[3] + 5.0;
     show("t", t + sum_function(w));
+    t = alias_sum(rank);                                 /* STAYS(alias) */
+    w = a[3] + 6.0;
+    show("t", t + w);
+    t = mean(rank);                                      /* STAYS(calls_mpi) */
+    w = a[3] + 7.0;
+    show("t", t + w);
 
     MPI_Finalize();
     return 0;

@@ -42,6 +42,15 @@ void sum_of(const double &in, double &out)
     MPI_Allreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 
+double checked_sum(double x)                 // may throw after its wait
+{
+    double s = 0.0;
+    MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (s < 0.0)
+        throw s;
+    return s;
+}
+
 static void show(const char *what, double v)
 {
     if (rank_of_world == 0)
@@ -94,6 +103,9 @@ int main(int argc, char **argv)
     sum_of(rank_of_world + 1.0, out);                            // STAYS(temporary)
     w = zs[2];
     show("out", out + w);
+    t = checked_sum(rank_of_world + 4.0);                        // STAYS(throws)
+    w = zs[3];
+    show("t", t + w);
 
     MPI_Finalize();
     return 0;
