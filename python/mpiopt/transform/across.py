@@ -132,11 +132,10 @@ class Across:
         self.helpers: dict[str, Helper] = {}
         calls = _called(unit)
         taken = _address_taken(unit)
-        called_somewhere = {k for ks in calls.values() for k in ks}
         self._pointees = self._pointed_to()
         self._mpi = _calling_mpi(unit, calls)
         for key, fn in unit.functions.items():
-            if key not in called_somewhere and key not in taken:
+            if fn.node.spelling == "main" or not sites_by_function.get(key):
                 continue
             h = Helper(fn, None)
             h.why_not = self._why_not_helper(h, sites_by_function.get(key, []), calls, taken)
