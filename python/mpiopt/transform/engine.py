@@ -145,9 +145,12 @@ def _report_helpers(site_reports: dict, across: Across):
         if r is None:
             continue
         moved = [c for c in h.calls if c.action != "unchanged"]
-        why = h.why_not or ("" if moved else "no call of it can take the wait" if h.calls else
-                            "not called in this file (calls from other files are not followed: "
-                            "each file is transformed on its own)")
+        uncalled = "not called in this file (calls from other files are not followed: each " \
+                   "file is transformed on its own)"
+        if h.why_not:
+            why = h.why_not + ("" if h.calls else f"; and {uncalled}")
+        else:
+            why = "" if moved else "no call of it can take the wait" if h.calls else uncalled
         r["across"] = {"split": bool(moved), "reason": why,
                        "calls": [{"line": c.call.line, "function": c.function,
                                   "moved": c.action != "unchanged"} for c in h.calls]}
