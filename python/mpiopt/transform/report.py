@@ -160,7 +160,7 @@ def print_profile_summary(results: list[FileResult], select, stream):
             if what == "unchanged":
                 why = f"{s['reason']}; profile: {p['reason']}"
             else:
-                why = p["reason"]
+                why = p["reason"] or s["reason"]       # a call of a split helper has no profile row
             out.append(f"  {r.path.name}:{s['line']} {s['call']} in {s['function']}: {what}: {why}{note}")
     for u in select.unmatched([r.path for r in results]):
         where = f"{Path(u['file']).name}:{u['line']}" if u["file"] else "?"
