@@ -56,7 +56,7 @@ def assert_stays(case: Path, by_line: dict, name: str, why: str):
 
 def test_c_wrapper_and_dot_product_move_into_the_caller():
     by_line = sites(C_CASE)
-    for name in ("sum", "dot", "global_read", "global_written"):
+    for name in ("sum", "dot", "receive", "global_read", "global_written"):
         assert_moved(C_CASE, by_line, name)
     # the helpers themselves say their waits moved, and into which calls
     dot = helper_site(by_line, "dot")
@@ -158,16 +158,16 @@ def test_report_and_json_say_which_waits_moved_across(tmp_path):
     table = subprocess.run(env_cmd + ["--report"], capture_output=True, text=True, timeout=300, env=wide)
     assert table.returncode == 0, table.stderr
     assert "global_sum() -> Allreduce" in table.stdout
-    assert "4 waits moved across a function boundary" in table.stdout
+    assert "5 waits moved across a function boundary" in table.stdout
     assert "its wait stays in it: recursive" in table.stdout
     import json
     js = subprocess.run(env_cmd + ["--json"], capture_output=True, text=True, timeout=300)
     report = json.loads(js.stdout)
-    assert report["summary"]["across_functions"] == 4
+    assert report["summary"]["across_functions"] == 5
     moved = [s for s in difftest.call_sites(report) if "helper" in s.get("across", {})
              and s["action"] == "nonblocking"]
-    assert sorted(s["across"]["helper_call"] for s in moved) == ["dot", "global_sum", "total_scaled",
-                                                                 "total_scaled"]
+    assert sorted(s["across"]["helper_call"] for s in moved) == ["dot", "from_left", "global_sum",
+                                                                 "total_scaled", "total_scaled"]
 
 
 # --- outputs -----------------------------------------------------------------------------------

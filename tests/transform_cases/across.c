@@ -37,6 +37,14 @@ static void sum_into(const double *in, double *out, int n)
     MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 
+/* a receive: the value from the left neighbour */
+static double from_left(int left)
+{
+    double v = 0.0;
+    MPI_Recv(&v, 1, MPI_DOUBLE, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return v;
+}
+
 /* after its wait it reads one global and writes another */
 static void total_scaled(double x)
 {
@@ -147,6 +155,16 @@ int main(int argc, char **argv)
     sum_into(a, c, N);                                   /* STAYS(send_buffer) */
     a[0] = 100.0;
     show("c", c[0] + c[N - 1]);
+
+    {
+        int size;
+        double mine = 10.0 * rank, got;
+        MPI_Comm_size(MPI_COMM_WORLD, &size);
+        MPI_Send(&mine, 1, MPI_DOUBLE, (rank + 1) % size, 7, MPI_COMM_WORLD);
+        got = from_left((rank + size - 1) % size);         /* MOVED(receive) */
+        w = a[4] * 0.5;
+        show("got", got + w);                              /* USE(receive) */
+    }
 
     total_scaled(2.0 + rank);                            /* MOVED(global_read) */
     w = a[1] * 3.0;
