@@ -187,3 +187,45 @@ def test_transformed_prints_the_same_with_both_mpis(case, tmp_path):
     failures = difftest.check(case, tmp_path, modes=("nonblocking",), flavours=flavours, ranks=(2, 3),
                               transformer=in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_a_call_before_the_helpers_definition_stays(tmp_path):
+    # the split is written right after the helper: a caller above it (the helper declared
+    # first) would not see it, and the output would not compile
+    src = tmp_path / "before.c"
+    src.write_text("""#include <mpi.h>
+static double global_sum(double x);
+static double twice(int rank)
+{
+    double t;
+    t = global_sum(rank);
+    double w = rank * 2.0;
+    return t + w;
+}
+static double global_sum(double x)
+{
+    double s = 0.0;
+    MPI_Allreduce(&x, &s, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return s;
+}
+int main(int argc, char **argv)
+{
+    int rank;
+    double t, w;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    t = twice(rank);
+    t = global_sum(t);
+    w = rank + 1.0;
+    MPI_Finalize();
+    return t + w > 0.0 ? 0 : 1;
+}
+""")
+    r = transform_file(src, Options())
+    by_line = {s["line"]: s for s in r.sites}
+    assert by_line[6]["action"] == "unchanged" and "before the helper's definition" in by_line[6]["reason"]
+    assert by_line[23]["action"] == "nonblocking" and by_line[23]["waits"][0]["line"] == 25
+    out = tmp_path / "before.out.c"
+    out.write_bytes(r.output)
+    b = difftest.build(out, "openmpi", tmp_path)
+    assert not b.warnings, b.warnings

@@ -21,7 +21,8 @@ Design: the helper is SPLIT, not inlined (Petal inlines). Why:
   file (or a Fortran caller) through a declaration, which inlining across files cannot do.
 
 What this module decides works on the Node tree, the effects and the aliases only (no C text), so
-a Fortran writer can use it: which helpers can be split (`Helper.why_not`), which variables their
+a Fortran writer can use it (it runs as it is on fortran_parse's units; the writer's own limits
+come in through the two hooks of `Across`): which helpers can be split (`Helper.why_not`), which variables their
 two halves share (`Helper.carried`), and for each call of a split helper (`SplitSite`) what the
 caller's code between the call and the finish must not touch (`SplitSite.accesses`, the same
 form as a collective's buffers, so placement.Placer places the finish like a wait).
@@ -125,10 +126,13 @@ def _address_taken(unit: Unit) -> dict:
 
 class Across:
     def __init__(self, unit: Unit, ea: EffectAnalysis, sites_by_function: dict,
-                 why_not_written=None):
+                 why_not_written=None, why_not_call=None):
         """sites_by_function: function key -> its sites (placement.find_sites, after --profile's
-        choice); why_not_written(helper) -> "" or why the writer cannot copy its statements."""
+        choice). The writer's own limits: why_not_written(helper) -> "" or why it cannot write
+        the helper's two halves; why_not_call(helper, caller) -> "" or why a call in `caller`
+        cannot use them (C: the halves are written after the helper, so a caller before it cannot)."""
         self.unit, self.ea, self.pts = unit, ea, ea.pts
+        self.why_not_call = why_not_call
         self.helpers: dict[str, Helper] = {}
         calls = _called(unit)
         taken = _address_taken(unit)
@@ -297,8 +301,9 @@ class Across:
             return f"{h.fn.name} is not split: {h.why_not}"
         if caller.key == h.fn.key:
             return "a call of the helper in itself"
-        if caller.top_start < h.fn.body.end:
-            return "the call comes before the helper's definition (its split is written after it)"
+        why = self.why_not_call(h, caller) if self.why_not_call is not None else ""
+        if why:
+            return why
         stmt, parent = n, n.parent
         if parent is not None and parent.kind == "BINARY_OPERATOR" and parent.op == "=" \
                 and strip(parent.children[1]) is n:

@@ -101,7 +101,8 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
         own_sites[fn.key] = find_sites(unit, fn.key, ea)
         select_by_profile(unit, own_sites[fn.key], options)
     # waits that leave small helpers (across.py): the helpers split, the calls of them
-    across = Across(unit, ea, own_sites, lambda h: split_write.why_not_written(h, unit.text))
+    across = Across(unit, ea, own_sites, lambda h: split_write.why_not_written(h, unit.text),
+                    split_write.why_not_call)
     split_calls = {fn.key: across.calls_in(fn) for fn in functions}
     split_names, site_reports = {}, {}
     for fn in functions:

@@ -91,6 +91,13 @@ def why_not_written(h: Helper, text: bytes) -> str:
     return ""
 
 
+def why_not_call(h: Helper, caller) -> str:
+    """The two halves are written right after the helper: a caller before it cannot see them."""
+    if caller.top_start < h.fn.body.end:
+        return "the call comes before the helper's definition (its split is written after it)"
+    return ""
+
+
 def helper_code(h: Helper, names: SplitNames, ea: EffectAnalysis) -> str:
     text, fn, site = ea.unit.text, h.fn, h.site
     ind = "    "
