@@ -94,7 +94,8 @@ def test_json_report_schema(small):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["schema"] == 1
-    assert doc["summary"] == {"sites": 1, "nonblocking": 1, "persistent": 0, "unchanged": 0}
+    assert doc["summary"] == {"sites": 1, "nonblocking": 1, "persistent": 0, "unchanged": 0,
+                              "across_functions": 0}
     f = doc["files"][0]
     assert f["file"] == str(small) and f["changed"] is True and f["output"] is None
     site = f["sites"][0]

@@ -86,7 +86,7 @@ def _add_function(c, conv: _Converter, unit: Unit, top: int):
                   c.storage_class == ci.StorageClass.STATIC, key=conv.key(c),
                   param_refs=[p.is_ref for p in params],
                   returns_ref=c.result_type.get_canonical().kind in _REFERENCES,
-                  top_start=top, is_noexcept=_is_noexcept(c),
+                  top_start=top, is_noexcept=_is_noexcept(c), result_type=c.result_type.spelling,
                   has_try=any(n.kind == "CXX_TRY_STMT" for n in body.walk()))
     unit.functions[fn.key] = fn
     _add_nested(fn, unit)

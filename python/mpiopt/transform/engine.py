@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rewrite
+from . import rewrite, split_write
+from .across import Across, SplitSite
 from .alias import analyse as points_to
 from .calls import REWRITABLE
 from .effects import EffectAnalysis, call_args
@@ -94,19 +95,38 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     placer = Placer(ea)
     edits, reports, helper_at = [], [], None
     needs_ext_header = False
-    for fn in sorted(unit.functions.values(), key=lambda f: f.node.start):
-        emitter = _FunctionEmitter(unit, fn, ea, options, target)
-        sites = find_sites(unit, fn.key, ea)
-        select_by_profile(unit, sites, options)
+    functions = sorted(unit.functions.values(), key=lambda f: f.node.start)
+    own_sites = {}
+    for fn in functions:
+        own_sites[fn.key] = find_sites(unit, fn.key, ea)
+        select_by_profile(unit, own_sites[fn.key], options)
+    # waits that leave small helpers (across.py): the helpers split, the calls of them
+    across = Across(unit, ea, own_sites, lambda h: split_write.why_not_written(h, unit.text),
+                    split_write.why_not_call)
+    split_calls = {fn.key: across.calls_in(fn) for fn in functions}
+    split_names, site_reports = {}, {}
+    for fn in functions:
+        emitter = _FunctionEmitter(unit, fn, ea, options, target, split_names)
+        sites = own_sites[fn.key] + split_calls[fn.key]
         todo = [s for s in sites if s.block is not None]
         if todo:
             emitter.decide(todo, placer)
+            todo = [s for s in todo if s.action != "unchanged"]
+        if todo:
             edits += emitter.emit(todo)
             if any(s.rank_guard for s in todo) and helper_at is None:
                 # at file scope (C++: before the namespace or class holding the function)
                 helper_at = rewrite.line_start(unit.text, fn.top_start)
             needs_ext_header |= any(s.action == "persistent" for s in todo)
-        reports += [emitter.report(s) for s in sites]
+        for s in sites:
+            reports.append(emitter.report(s))
+            site_reports[id(s)] = reports[-1]
+    for h in across.helpers.values():
+        moved = [c for c in h.calls if c.action != "unchanged"]
+        if moved:                           # the split goes right after the helper's definition
+            edits.append(rewrite.Edit(h.fn.body.end, h.fn.body.end,
+                                      split_write.helper_code(h, split_names[h.fn.key], ea), 50))
+    _report_helpers(site_reports, across)
     reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
                 for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in REWRITABLE]
     text = unit.text
@@ -119,20 +139,45 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
     return rewrite.apply(text, edits), reports
 
 
+def _report_helpers(site_reports: dict, across: Across):
+    """A helper's own site says whether its wait moved into its callers, or why not."""
+    for h in across.helpers.values():
+        r = site_reports.get(id(h.site)) if h.site is not None else None
+        if r is None:
+            continue
+        moved = [c for c in h.calls if c.action != "unchanged"]
+        uncalled = "not called in this file (calls from other files are not followed: each " \
+                   "file is transformed on its own)"
+        if h.why_not:
+            why = h.why_not + ("" if h.calls else f"; and {uncalled}")
+        else:
+            why = "" if moved else "no call of it can take the wait" if h.calls else uncalled
+        r["across"] = {"split": bool(moved), "reason": why,
+                       "calls": [{"line": c.call.line, "function": c.function,
+                                  "moved": c.action != "unchanged"} for c in h.calls]}
+
+
 class _FunctionEmitter:
-    def __init__(self, unit: Unit, fn: Function, ea: EffectAnalysis, options: Options, target: Target):
+    def __init__(self, unit: Unit, fn: Function, ea: EffectAnalysis, options: Options, target: Target,
+                 split_names: dict | None = None):
         self.unit, self.fn, self.ea, self.options, self.target = unit, fn, ea, options, target
+        self.split_names = {} if split_names is None else split_names   # helper key -> SplitNames
+        self.states = {}                                                # id(SplitSite) -> state variable
         body_text = unit.text[fn.body.start:fn.body.end]
         self.reqs = _fresh("mpiopt_reqs", body_text)
         self.stats = _fresh("mpiopt_stats", body_text)
         self.flags = _fresh("mpiopt_flags", body_text)
         self.root = _fresh("mpiopt_root", body_text)
+        self.state = _fresh("mpiopt_state", body_text)
 
     # --- analysis ----------------------------------------------------------------------------
     def decide(self, sites: list[Site], placer: Placer):
         for s in sites:
             s.action = "nonblocking"
-            if self.options.mode == "persistent" and s.coll.p2p:
+            if isinstance(s, SplitSite):
+                if self.options.mode == "persistent":
+                    s.reason = "nonblocking, not persistent: the wait left its helper function"
+            elif self.options.mode == "persistent" and s.coll.p2p:
                 s.reason = "nonblocking, not persistent: persistent point-to-point is not implemented"
             elif self.options.mode == "persistent":
                 why = why_not_persistent(s, self.ea)
@@ -147,6 +192,12 @@ class _FunctionEmitter:
         self.nslots = assign_slots(self.fn.body, sites)
         for s in sites:
             placer.place(s)
+            if isinstance(s, SplitSite) and all(w.steps == 0 for w in s.waits):
+                # nothing to overlap: splitting would only add code
+                w = s.waits[0]
+                s.action, s.waits, s.block = "unchanged", [], None
+                s.reason = f"left as it is: the caller needs what {s.helper.fn.name} leaves at once " \
+                           f"({w.blocked_by}, line {w.blocked_line})"
 
     # --- text --------------------------------------------------------------------------------
     def req(self, k: int) -> str:
@@ -156,13 +207,21 @@ class _FunctionEmitter:
         src, edits = self.unit.text, []
         uses_flags = any(w.flag for s in sites for w in s.waits)
         uses_root = any(s.rank_guard for s in sites)
+        splits = [s for s in sites if isinstance(s, SplitSite)]
+        for s in splits:
+            h = s.helper
+            if h.fn.key not in self.split_names:
+                self.split_names[h.fn.key] = split_write.SplitNames(h, lambda n: _fresh(n, src))
+            self.states[id(s)] = f"{self.state}_{len(self.states)}"
         for s in sites:
             edits += self._emit_call(s)
         edits += self._emit_waits([w for s in sites for w in s.waits])
         # declarations first in the body: C99 allows them anywhere, this keeps them in one place
         body = self.fn.body
         indent = (rewrite.indentation(src, body.children[0].start) if body.children else None) or "    "
-        decl = [f"MPI_Request {self.reqs}[{self.nslots}];", f"MPI_Status {self.stats}[{self.nslots}];"]
+        decl = [] if len(splits) == len(sites) else \
+            [f"MPI_Request {self.reqs}[{self.nslots}];", f"MPI_Status {self.stats}[{self.nslots}];"]
+        decl += [f"struct {self.split_names[s.helper.fn.key].struct} {self.states[id(s)]};" for s in splits]
         if uses_flags:
             decl.append(f"int {self.flags}[{self.nslots}] = {{0}};")
         if uses_root:
@@ -174,6 +233,13 @@ class _FunctionEmitter:
     def _emit_call(self, s: Site) -> list[rewrite.Edit]:
         src, call, k = self.unit.text, s.call, s.slot
         edits = []
+        if isinstance(s, SplitSite):
+            edits += split_write.call_edits(s, self.split_names[s.helper.fn.key], self.states[id(s)],
+                                            self.ea, rewrite.Edit)
+            if any(w.flag for w in s.waits):
+                semi = _after_semicolon(src, call.end)
+                edits.append(rewrite.Edit(semi, semi, f" {self.flags}[{k}] = 1;"))
+            return edits
         args = [self.ea.text(a) for a in call_args(call)]
         if s.rank_guard:
             comm, root = args[s.coll.comm], args[s.coll.root]
@@ -212,7 +278,11 @@ class _FunctionEmitter:
 
     def _wait_text(self, w: Wait) -> str:
         k = w.site.slot
-        call = f"MPI_Wait({self.req(k)}, {self._status(w.site)});"
+        if isinstance(w.site, SplitSite):
+            call = split_write.finish_text(w.site, self.split_names[w.site.helper.fn.key],
+                                           self.states[id(w.site)], self.ea)
+        else:
+            call = f"MPI_Wait({self.req(k)}, {self._status(w.site)});"
         cond = []
         if w.flag:
             cond.append(f"{self.flags}[{k}]")
@@ -229,7 +299,8 @@ class _FunctionEmitter:
             groups.setdefault((w.block.start, w.index), []).append(w)
         for (_, index), group in groups.items():
             group.sort(key=lambda w: w.site.slot)
-            plain = [w for w in group if not w.flag and not w.guard and w.site.coll.status is None]
+            plain = [w for w in group if not w.flag and not w.guard and w.site.coll.status is None
+                     and not isinstance(w.site, SplitSite)]
             slots = sorted({w.site.slot for w in plain})
             lines = []
             if len(slots) > 1 and slots[-1] - slots[0] + 1 == len(slots):
@@ -238,7 +309,7 @@ class _FunctionEmitter:
             else:
                 lines += [self._wait_text(w) for w in plain]
             for w in group:
-                if w.flag or w.guard or w.site.coll.status is not None:
+                if not any(w is p for p in plain):
                     t = self._wait_text(w)
                     if t not in lines:
                         lines.append(t)
@@ -270,6 +341,11 @@ class _FunctionEmitter:
                "waits": []}
         if s.profile is not None:
             out["profile"] = s.profile
+        if isinstance(s, SplitSite):        # a call of a helper: the helper's collective's wait
+            h = s.helper
+            out["across"] = {"helper": h.fn.name, "helper_line": h.site.call.line,
+                             "helper_call": s.call.callee}
+            out["request"] = None
         for w in s.waits:
             at_end = w.index >= len(w.block.children)
             line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \
@@ -281,6 +357,9 @@ class _FunctionEmitter:
             moved = max((w["moved_past"] for w in out["waits"]), default=0)
             out["reason"] = (f"wait moved past {moved} statement(s)" if moved
                              else "no independent work: wait right after the call")
+            if isinstance(s, SplitSite):
+                out["reason"] = f"{s.coll.name} of {s.helper.fn.name} (line {s.helper.site.call.line}) " \
+                    f"split: its wait, with the helper's statements after it, left the helper; " + out["reason"]
         return out
 
 

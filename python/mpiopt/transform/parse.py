@@ -51,6 +51,7 @@ class Node:
     nothrow: bool = True           # CALL_EXPR (C++): the callee cannot throw (noexcept, extern "C")
     arg_refs: tuple | None = ()    # CALL_EXPR (C++): per argument, bound to a non-const reference
                                    # parameter? (None: callee unknown, any may be)
+    type: str = ""                 # VAR_DECL / PARM_DECL: the declared type as spelled (across.py)
 
     def walk(self):
         yield self
@@ -71,6 +72,7 @@ class Function:
     top_start: int = 0             # start of the file-scope declaration holding it (for helpers)
     is_noexcept: bool = False      # declared noexcept / throw()
     has_try: bool = False          # a try block in the body (an exception may be caught there)
+    result_type: str = ""          # the return type as spelled (across.py's finish function)
 
     def __post_init__(self):
         self.key = self.key or self.name
@@ -342,6 +344,7 @@ class _Converter:
                     n.ref_kind = "const"
         elif kind in _DECLS:
             n.ref = self.key(c)
+            n.type = c.type.spelling
             n.is_global = _is_static_storage(c)
             n.is_ref = self.cxx and c.type.get_canonical().kind in _REFERENCES
         elif n.kind == "CALL_EXPR":
@@ -524,7 +527,8 @@ def parse(path: str | Path, flavour: str = "openmpi", extra_args: list[str] | No
             body = node.children[-1]
             if body.kind == "COMPOUND_STMT":
                 unit.functions[c.spelling] = Function(c.spelling, node, params, body,
-                                                      c.storage_class == ci.StorageClass.STATIC)
+                                                      c.storage_class == ci.StorageClass.STATIC,
+                                                      result_type=c.result_type.spelling)
         elif c.kind == K.VAR_DECL:
             unit.globals.append(conv.convert(c))
     return unit

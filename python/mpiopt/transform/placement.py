@@ -192,6 +192,9 @@ class Placer:
     def _buffer_name(base: str, written: bool) -> str:
         if base == "array":
             return "count/displacement/type array"
+        if base == "tail":           # across.py: what a split helper touches after its wait
+            return "result the helper writes after its wait" if written else \
+                "memory the helper reads after its wait"
         return "receive buffer" if written else "send buffer"
 
     def _short(self, node: Node) -> str:

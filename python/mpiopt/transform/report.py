@@ -26,11 +26,28 @@ def to_json(results: list[FileResult], written: dict, select=None) -> dict:
             "summary": {"sites": len(sites),
                         "nonblocking": sum(s["action"] == "nonblocking" for s in sites),
                         "persistent": sum(s["action"] == "persistent" for s in sites),
-                        "unchanged": sum(s["action"] == "unchanged" for s in sites)}}
+                        "unchanged": sum(s["action"] == "unchanged" for s in sites),
+                        "across_functions": sum(_moved_across(s) for s in sites)}}
     if select is not None:
         out["profile"] = select.to_json([r.path for r in results])
         out["summary"]["skipped_by_profile"] = sum(_skipped(s) for s in sites)
     return out
+
+
+def _moved_across(site: dict) -> bool:
+    """A call of a helper whose collective's wait (and what the helper does after it) moved into
+    the caller (across.py)."""
+    return "helper" in site.get("across", {}) and site["action"] != "unchanged"
+
+
+def _across_note(site: dict) -> str:
+    a = site.get("across")
+    if not a or "split" not in a:
+        return ""
+    if a["split"]:
+        moved = [c["line"] for c in a["calls"] if c["moved"]]
+        return f"; split: its wait moves into the call(s) at line {', '.join(map(str, moved))}"
+    return f"; its wait stays in it: {a['reason']}" if a["reason"] else ""
 
 
 def _skipped(site: dict) -> bool:
@@ -77,7 +94,7 @@ def print_table(results: list[FileResult], console: Console | None = None, selec
     table = Table(title="mpiopt transform: collective call sites", show_lines=True)
     table.add_column("site", no_wrap=True)
     table.add_column("function")
-    table.add_column("call")
+    table.add_column("call", no_wrap=True)
     table.add_column("action")
     if select is not None:
         table.add_column("profile", no_wrap=True)
@@ -88,10 +105,13 @@ def print_table(results: list[FileResult], console: Console | None = None, selec
         for s in r.sites:
             style = {"unchanged": "yellow", "persistent": "cyan"}.get(s["action"], "green")
             action = "skipped" if _skipped(s) else s["action"]
-            note = s["reason"]
+            note = s["reason"] + _across_note(s)
             if s.get("profile") and s["profile"]["note"]:
                 note += f" ({s['profile']['note']})"
-            row = [f"{r.path.name}:{s['line']}", s["function"], s["call"].replace("MPI_", ""),
+            call = s["call"].replace("MPI_", "")
+            if "helper" in s.get("across", {}):
+                call = f"{s['across']['helper_call']}() -> {call}"
+            row = [f"{r.path.name}:{s['line']}", s["function"], call,
                    f"[{style}]{action}[/]"] + ([_cost(s)] if select is not None else []) + \
                 [_waits(s), _stops(s), note]
             table.add_row(*row)
@@ -103,6 +123,8 @@ def print_table(results: list[FileResult], console: Console | None = None, selec
                   f"{sum(s['action'] == 'nonblocking' for s in sites)} nonblocking, "
                   f"{sum(s['action'] == 'persistent' for s in sites)} persistent, "
                   f"{sum(s['action'] == 'unchanged' for s in sites)} unchanged"
+                  + (f" ({sum(_moved_across(s) for s in sites)} waits moved across a function boundary)"
+                     if any(_moved_across(s) for s in sites) else "")
                   + (f" ({sum(_skipped(s) for s in sites)} skipped by the profile)"
                      if select is not None else "") + "; "
                   f"{sum(r.seconds for r in results):.2f} s")
@@ -138,7 +160,7 @@ def print_profile_summary(results: list[FileResult], select, stream):
             if what == "unchanged":
                 why = f"{s['reason']}; profile: {p['reason']}"
             else:
-                why = p["reason"]
+                why = p["reason"] or s["reason"]       # a call of a split helper has no profile row
             out.append(f"  {r.path.name}:{s['line']} {s['call']} in {s['function']}: {what}: {why}{note}")
     for u in select.unmatched([r.path for r in results]):
         where = f"{Path(u['file']).name}:{u['line']}" if u["file"] else "?"
