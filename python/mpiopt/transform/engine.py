@@ -105,7 +105,7 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
             if any(s.rank_guard for s in todo) and helper_at is None:
                 # at file scope (C++: before the namespace or class holding the function)
                 helper_at = rewrite.line_start(unit.text, fn.top_start)
-            needs_ext_header |= any(s.action == "persistent" for s in todo)
+            needs_ext_header |= any(s.action == "persistent" and not s.coll.p2p for s in todo)
         reports += [emitter.report(s) for s in sites]
     reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
                 for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in REWRITABLE]
@@ -132,11 +132,11 @@ class _FunctionEmitter:
     def decide(self, sites: list[Site], placer: Placer):
         for s in sites:
             s.action = "nonblocking"
-            if self.options.mode == "persistent" and s.coll.p2p:
-                s.reason = "nonblocking, not persistent: persistent point-to-point is not implemented"
-            elif self.options.mode == "persistent":
+            if self.options.mode == "persistent":
                 why = why_not_persistent(s, self.ea)
-                if not why and not self.target.has_persistent:
+                if s.coll.p2p:           # MPI_Send_init & co. are MPI-1: no target to ask
+                    pass
+                elif not why and not self.target.has_persistent:
                     why = f"MPI-{self.target.version} target has no persistent collectives"
                 if not why and s.coll.name in self.target.broken:
                     why = f"{self.target.library}'s persistent {s.coll.name} computes wrong results"
@@ -158,6 +158,12 @@ class _FunctionEmitter:
         uses_root = any(s.rank_guard for s in sites)
         for s in sites:
             edits += self._emit_call(s)
+            if s.coll.half == "send":      # MPI_Sendrecv: one text for its two halves
+                recv = next(r for r in sites if r.call is s.call and r.coll.half == "recv")
+                indent = rewrite.indentation(self.unit.text, s.call.start)
+                between = ";\n" + indent if indent is not None else "; "
+                edits.append(rewrite.Edit(s.call.start, s.call.end,
+                                          f"{self._posting(recv)}{between}{self._posting(s)}"))
         edits += self._emit_waits([w for s in sites for w in s.waits])
         # declarations first in the body: C99 allows them anywhere, this keeps them in one place
         body = self.fn.body
@@ -181,14 +187,18 @@ class _FunctionEmitter:
                 src, call.start, f"{self.root}[{k}] = mpiopt_is_root({comm}, {root});", order=10))
         if s.action == "persistent":
             loop = s.loop
-            init_args = ", ".join(args + ["MPI_INFO_NULL", self.req(k)])
-            init = f"{s.coll.persistent(self.target.prefix)}({init_args});"
+            # a persistent point-to-point call takes no info; a receive's status goes to the wait
+            own = s.coll.own_args(args) if s.coll.p2p else args + ["MPI_INFO_NULL"]
+            init = f"{s.coll.persistent(self.target.prefix)}({', '.join(own + [self.req(k)])});"
             edits.append(rewrite.insert_before_statement(src, loop.start, init, order=5))
-            edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
+            if not s.coll.half:
+                edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
             end = _after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end
             indent = rewrite.indentation(src, loop.start) or ""
             edits.append(rewrite.insert_after(src, end, f"MPI_Request_free({self.req(k)});", indent,
                                               order=k))
+        elif s.coll.half:
+            pass                                  # emit() writes both halves' calls
         else:
             name_end = call.start + len(call.callee)
             edits.append(rewrite.Edit(call.start, name_end, s.coll.nonblocking))
@@ -203,6 +213,13 @@ class _FunctionEmitter:
             semi = _after_semicolon(src, call.end)
             edits.append(rewrite.Edit(semi, semi, f" {self.flags}[{k}] = 1;"))
         return edits
+
+    def _posting(self, s: Site) -> str:
+        """The call that posts one half of an MPI_Sendrecv (no `;`)."""
+        if s.action == "persistent":
+            return f"MPI_Start({self.req(s.slot)})"
+        args = [" ".join(self.ea.text(a).split()) for a in call_args(s.call)]
+        return f"{s.coll.nonblocking}({', '.join(s.coll.own_args(args) + [self.req(s.slot)])})"
 
     def _status(self, site: Site) -> str:
         """The status a wait fills in: a receive's own status argument, else the site's slot."""
@@ -270,6 +287,8 @@ class _FunctionEmitter:
                "waits": []}
         if s.profile is not None:
             out["profile"] = s.profile
+        if s.coll.half:
+            out["half"] = s.coll.half
         for w in s.waits:
             at_end = w.index >= len(w.block.children)
             line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \

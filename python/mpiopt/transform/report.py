@@ -91,7 +91,8 @@ def print_table(results: list[FileResult], console: Console | None = None, selec
             note = s["reason"]
             if s.get("profile") and s["profile"]["note"]:
                 note += f" ({s['profile']['note']})"
-            row = [f"{r.path.name}:{s['line']}", s["function"], s["call"].replace("MPI_", ""),
+            call = s["call"].replace("MPI_", "") + (f" ({s['half']})" if s.get("half") else "")
+            row = [f"{r.path.name}:{s['line']}", s["function"], call,
                    f"[{style}]{action}[/]"] + ([_cost(s)] if select is not None else []) + \
                 [_waits(s), _stops(s), note]
             table.add_row(*row)
