@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rewrite
+from . import persistent_p2p, rewrite
 from .alias import analyse as points_to
 from .calls import REWRITABLE
 from .effects import EffectAnalysis, call_args
@@ -107,6 +107,10 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
                 helper_at = rewrite.line_start(unit.text, fn.top_start)
             needs_ext_header |= any(s.action == "persistent" and not s.coll.p2p for s in todo)
         reports += [emitter.report(s) for s in sites]
+        if options.mode == "persistent":       # Isend/Irecv already in loops (persistent_p2p.py)
+            more, entries = persistent_p2p.convert(unit, fn, ea)
+            edits += more
+            reports += entries
     reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
                 for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in REWRITABLE]
     text = unit.text
