@@ -106,11 +106,13 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
                 # at file scope (C++: before the namespace or class holding the function)
                 helper_at = rewrite.line_start(unit.text, fn.top_start)
             needs_ext_header |= any(s.action == "persistent" and not s.coll.p2p for s in todo)
-        reports += [emitter.report(s) for s in sites]
+        in_function = [emitter.report(s) for s in sites]
         if options.mode == "persistent":       # Isend/Irecv already in loops (persistent_p2p.py)
             more, entries = persistent_p2p.convert(unit, fn, ea)
             edits += more
-            reports += entries
+            if entries:
+                in_function = sorted(in_function + entries, key=lambda r: (r["line"], r["column"]))
+        reports += in_function
     reports += [_untransformed_site(unit, name, n, why) for name, node, why in unit.untransformed
                 for n in node.walk() if n.kind == "CALL_EXPR" and n.callee in REWRITABLE]
     text = unit.text
