@@ -14,7 +14,8 @@ goto or throw leaves, loop-invariant arguments):
     same handle would leave MPI_Start a null request;
   - the element is posted by this call alone in the function;
   - an MPI_Wait on it or an MPI_Waitall whose constant count covers it is a later statement of
-    the same loop body, and no break or continue of the loop comes between: every iteration ends
+    the same loop body, and no break or continue of the loop comes between (one before the call
+    skips the start, one after the wait finds the request inactive): every iteration ends
     with the request inactive, so the next MPI_Start is legal and the free after the loop frees a
     request nobody waits for any more.
 Starts are one MPI_Start each, in the program's order: MPI_Startall may start its requests in any
@@ -119,7 +120,7 @@ def _why_not(call: Node, fn: Function, ea: EffectAnalysis) -> tuple:
     if wait is None:
         return ("no MPI_Wait/MPI_Waitall (constant count) of its request later in the same loop body: "
                 "the request could still be active at the next MPI_Start"), None, None
-    jump = _loop_jump(block)
+    jump = _loop_jump(block.children[block.children.index(call) + 1:block.children.index(wait)])
     if jump is not None:
         return f"the loop body has a {jump.kind.split('_')[0].lower()} (line {jump.line}) that " \
                "could skip the wait", None, None
@@ -178,8 +179,9 @@ def _covering_wait(call: Node, element: tuple, block: Node, ea: EffectAnalysis) 
     return None
 
 
-def _loop_jump(body: Node) -> Node | None:
-    """A break or continue of the loop whose body this is (not of a loop or switch inside it)."""
+def _loop_jump(statements: list) -> Node | None:
+    """A break or continue of the loop in these statements of its body (not one of a loop or
+    switch inside them)."""
     def visit(n: Node, in_loop: bool, in_switch: bool):
         if n.kind == "CONTINUE_STMT" and not in_loop or n.kind == "BREAK_STMT" and not (in_loop or in_switch):
             return n
@@ -188,7 +190,11 @@ def _loop_jump(body: Node) -> Node | None:
             if hit is not None:
                 return hit
         return None
-    return visit(body, False, False)
+    for stmt in statements:
+        hit = visit(stmt, stmt.kind in LOOPS, stmt.kind == "SWITCH_STMT")
+        if hit is not None:
+            return hit
+    return None
 
 
 def _calling(n: Node, fn: Function) -> Node | None:
