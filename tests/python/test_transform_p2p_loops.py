@@ -123,3 +123,29 @@ def test_p2p_loops_print_the_same_as_the_original(case, tmp_path):
     failures = difftest.check(case, tmp_path, modes=difftest.MODES, flavours=flavours, ranks=(1, 2, 3),
                               transformer=in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_bench_transform_halo_and_cpp_examples():
+    """`mpiopt bench transform` builds and times the halo and C++ examples (small sizes, one
+    round); their transformed versions print what the originals print; more ranks than cores
+    are labelled oversubscribed."""
+    import json
+    import os
+    import subprocess
+
+    flavour = mpi.available_flavours()[0]
+    np = 3
+    r = subprocess.run([sys.executable, "-m", "mpiopt", "bench", "transform", "--size", "small",
+                        "--repeats", "1", "--examples", "halo1d,heat_cpp", "--flavour", flavour,
+                        "-np", str(np), "--json"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    results = {x["example"]: x for x in json.loads(r.stdout)["results"]}
+    assert set(results) == {"halo1d", "heat_cpp"}
+    for x in results.values():
+        assert x["output_matches"] == {"nonblocking": True, "persistent": True}
+        assert x["oversubscribed"] is (np > (os.cpu_count() or 1))
+    # halo1d: two MPI_Sendrecv, each two halves, all persistent; heat_cpp: the four existing
+    # MPI_Isend/MPI_Irecv and the MPI_Allreduce of the step loop
+    assert results["halo1d"]["call_sites"]["persistent"]["persistent"] == 4
+    assert results["halo1d"]["call_sites"]["nonblocking"]["nonblocking"] >= 4
+    assert results["heat_cpp"]["call_sites"]["persistent"]["persistent"] == 5
