@@ -149,3 +149,19 @@ def test_bench_transform_halo_and_cpp_examples():
     assert results["halo1d"]["call_sites"]["persistent"]["persistent"] == 4
     assert results["halo1d"]["call_sites"]["nonblocking"]["nonblocking"] >= 4
     assert results["heat_cpp"]["call_sites"]["persistent"]["persistent"] == 5
+
+
+def test_profile_leaves_existing_nonblocking_calls(tmp_path):
+    """--profile rewrites the calls it selects; the nonblocking calls already in loops, whose cost
+    a profile shows in their waits, are reported and left as they are."""
+    from mpiopt.transform.costs import Selector
+    from test_transform_profile import row, write_profile
+
+    send = next(i for i, ln in enumerate(C_CASE.read_text().splitlines(), 1)
+                if "MPI_Send(edge_right" in ln)
+    prof = write_profile(tmp_path / "p.json", [row("MPI_Send", str(C_CASE), send, 0.5, 0.9)])
+    r = transform_file(C_CASE, Options(mode="persistent", select=Selector(prof)))
+    existing = [s for s in r.sites if s["call"] in ("MPI_Isend", "MPI_Irecv")]
+    assert existing and all(s["action"] == "unchanged" and "--profile" in s["reason"] for s in existing)
+    assert [s["action"] for s in r.sites if s["line"] == send] == ["persistent"]
+    assert "MPI_Send_init(edge_right" in r.output.decode() and "MPI_Recv_init(&ghost" not in r.output.decode()

@@ -108,7 +108,7 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
             needs_ext_header |= any(s.action == "persistent" and not s.coll.p2p for s in todo)
         in_function = [emitter.report(s) for s in sites]
         if options.mode == "persistent":       # Isend/Irecv already in loops (persistent_p2p.py)
-            more, entries = persistent_p2p.convert(unit, fn, ea)
+            more, entries = persistent_p2p.convert(unit, fn, ea, options.select is not None)
             edits += more
             if entries:
                 in_function = sorted(in_function + entries, key=lambda r: (r["line"], r["column"]))

@@ -36,15 +36,18 @@ WAITS = {"MPI_Wait", "MPI_Waitall"}
 REQUEST = 6                       # index of the request argument of the three calls
 
 
-def convert(unit: Unit, fn: Function, ea: EffectAnalysis) -> tuple[list, list]:
-    """(edits, report entries) for the nonblocking point-to-point calls in loops of `fn`."""
+def convert(unit: Unit, fn: Function, ea: EffectAnalysis, profile: bool = False) -> tuple[list, list]:
+    """(edits, report entries) for the nonblocking point-to-point calls in loops of `fn`. With a
+    profile (--profile) they are reported and left alone: what they cost shows in their waits, not
+    in the calls a profile would select."""
     src, edits, reports = unit.text, [], []
     posts = [n for n in own_nodes(fn.body) if n.kind == "CALL_EXPR" and n.callee in INIT]
     frees = 0
     for call in posts:
         if not _in_a_loop(call, fn):
             continue
-        why, loop, wait = _why_not(call, fn, ea)
+        why, loop, wait = ("--profile selects blocking calls only", None, None) if profile \
+            else _why_not(call, fn, ea)
         entry = _entry(unit, fn, call)
         if why:
             entry["reason"] = f"left as it is, not persistent: {why}"
