@@ -322,9 +322,4 @@ def _fresh(name: str, text: bytes) -> str:
     return name
 
 
-def _after_semicolon(src: bytes, offset: int) -> int:
-    """Offset just past the `;` that ends the statement whose expression ends at `offset`."""
-    i = offset
-    while i < len(src) and src[i:i + 1] in b" \t\r\n":
-        i += 1
-    return i + 1 if src[i:i + 1] == b";" else offset
+_after_semicolon = rewrite.after_semicolon

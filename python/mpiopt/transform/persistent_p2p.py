@@ -30,8 +30,9 @@ from .persistent import LOOPS, enclosing_loop, why_not_persistent
 from .placement import Site
 
 INIT = {"MPI_Isend": "MPI_Send_init", "MPI_Issend": "MPI_Ssend_init", "MPI_Irecv": "MPI_Recv_init"}
-_AS_SITE = {name: Collective(name, tuple(((("recv" if name == "MPI_Irecv" else "send") +
-                                           " value" * 6).split())), p2p=True) for name in INIT}
+# as sites for persistent.py's loop-invariance test: the buffer, then six arguments passed by value
+_AS_SITE = {name: Collective(name, ("recv" if name == "MPI_Irecv" else "send",) + ("value",) * 6, p2p=True)
+            for name in INIT}
 WAITS = {"MPI_Wait", "MPI_Waitall"}
 REQUEST = 6                       # index of the request argument of the three calls
 
@@ -58,9 +59,10 @@ def convert(unit: Unit, fn: Function, ea: EffectAnalysis, profile: bool = False)
         init = f"{INIT[call.callee]}({', '.join(args)});"
         edits.append(rewrite.insert_before_statement(src, loop.start, init, order=6))
         edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({req})"))
-        end = _after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end
+        end = rewrite.after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end
         indent = rewrite.indentation(src, loop.start) or ""
-        edits.append(rewrite.insert_after(src, end, f"MPI_Request_free({req});", indent, order=1000 + frees))
+        free = f"MPI_Request_free({req});"
+        edits.append(rewrite.insert_after(src, end, free, indent, order=1000 + frees))
         frees += 1
         entry["action"] = "persistent"
         entry["reason"] = (f"existing {call.callee} made persistent: {INIT[call.callee]} before the loop "
@@ -218,10 +220,3 @@ def _inside(n: Node, outer: Node) -> bool:
             return True
         n = n.parent
     return False
-
-
-def _after_semicolon(src: bytes, offset: int) -> int:
-    i = offset
-    while i < len(src) and src[i:i + 1] in b" \t\r\n":
-        i += 1
-    return i + 1 if src[i:i + 1] == b";" else offset

@@ -112,7 +112,7 @@ def _half(site: Site, coll: Collective, ea: EffectAnalysis) -> Site:
     """One half of an MPI_Sendrecv as a site of its own: its own buffer, request and wait."""
     half = Site(call=site.call, function=site.function, coll=coll, block=site.block, index=site.index,
                 may_unwind=site.may_unwind)
-    half.accesses = [a for a in ea.buffer_accesses(site.call, coll)]
+    half.accesses = ea.buffer_accesses(site.call, coll)
     return half
 
 
