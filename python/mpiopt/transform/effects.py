@@ -284,10 +284,10 @@ class EffectAnalysis:
             self.expr(e, eff)
 
     # --- calls -------------------------------------------------------------------------------
-    def buffer_accesses(self, call: Node) -> list:
+    def buffer_accesses(self, call: Node, coll=None) -> list:
         """(location, written?, argument, role) for the buffers and arrays a collective (or a
-        point-to-point call) uses."""
-        coll = REWRITABLE[call.callee]
+        point-to-point call, or `coll`: one half of an MPI_Sendrecv) uses."""
+        coll = coll or REWRITABLE[call.callee]
         args = call_args(call)
         in_place = any(self.is_in_place(a) for a in args)
         out = []

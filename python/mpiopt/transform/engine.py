@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import rewrite, split_write
+from . import persistent_p2p, rewrite, split_write
 from .across import Across, SplitSite
 from .alias import analyse as points_to
 from .calls import REWRITABLE
@@ -117,10 +117,17 @@ def transform_unit(unit: Unit, options: Options, target: Target) -> tuple[bytes,
             if any(s.rank_guard for s in todo) and helper_at is None:
                 # at file scope (C++: before the namespace or class holding the function)
                 helper_at = rewrite.line_start(unit.text, fn.top_start)
-            needs_ext_header |= any(s.action == "persistent" for s in todo)
+            needs_ext_header |= any(s.action == "persistent" and not s.coll.p2p for s in todo)
+        in_function = []
         for s in sites:
-            reports.append(emitter.report(s))
-            site_reports[id(s)] = reports[-1]
+            in_function.append(emitter.report(s))
+            site_reports[id(s)] = in_function[-1]
+        if options.mode == "persistent":       # Isend/Irecv already in loops (persistent_p2p.py)
+            more, entries = persistent_p2p.convert(unit, fn, ea, options.select is not None)
+            edits += more
+            if entries:
+                in_function = sorted(in_function + entries, key=lambda r: (r["line"], r["column"]))
+        reports += in_function
     for h in across.helpers.values():
         moved = [c for c in h.calls if c.action != "unchanged"]
         if moved:                           # the split goes right after the helper's definition
@@ -177,11 +184,11 @@ class _FunctionEmitter:
             if isinstance(s, SplitSite):
                 if self.options.mode == "persistent":
                     s.reason = "nonblocking, not persistent: the wait left its helper function"
-            elif self.options.mode == "persistent" and s.coll.p2p:
-                s.reason = "nonblocking, not persistent: persistent point-to-point is not implemented"
             elif self.options.mode == "persistent":
                 why = why_not_persistent(s, self.ea)
-                if not why and not self.target.has_persistent:
+                if s.coll.p2p:           # MPI_Send_init & co. are MPI-1: no target to ask
+                    pass
+                elif not why and not self.target.has_persistent:
                     why = f"MPI-{self.target.version} target has no persistent collectives"
                 if not why and s.coll.name in self.target.broken:
                     why = f"{self.target.library}'s persistent {s.coll.name} computes wrong results"
@@ -215,6 +222,12 @@ class _FunctionEmitter:
             self.states[id(s)] = f"{self.state}_{len(self.states)}"
         for s in sites:
             edits += self._emit_call(s)
+            if s.coll.half == "send":      # MPI_Sendrecv: one text for its two halves
+                recv = next(r for r in sites if r.call is s.call and r.coll.half == "recv")
+                indent = rewrite.indentation(self.unit.text, s.call.start)
+                between = ";\n" + indent if indent is not None else "; "
+                edits.append(rewrite.Edit(s.call.start, s.call.end,
+                                          f"{self._posting(recv)}{between}{self._posting(s)}"))
         edits += self._emit_waits([w for s in sites for w in s.waits])
         # declarations first in the body: C99 allows them anywhere, this keeps them in one place
         body = self.fn.body
@@ -247,14 +260,18 @@ class _FunctionEmitter:
                 src, call.start, f"{self.root}[{k}] = mpiopt_is_root({comm}, {root});", order=10))
         if s.action == "persistent":
             loop = s.loop
-            init_args = ", ".join(args + ["MPI_INFO_NULL", self.req(k)])
-            init = f"{s.coll.persistent(self.target.prefix)}({init_args});"
+            # a persistent point-to-point call takes no info; a receive's status goes to the wait
+            own = s.coll.own_args(args) if s.coll.p2p else args + ["MPI_INFO_NULL"]
+            init = f"{s.coll.persistent(self.target.prefix)}({', '.join(own + [self.req(k)])});"
             edits.append(rewrite.insert_before_statement(src, loop.start, init, order=5))
-            edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
+            if not s.coll.half:
+                edits.append(rewrite.Edit(call.start, call.end, f"MPI_Start({self.req(k)})"))
             end = _after_semicolon(src, loop.end) if loop.kind == "DO_STMT" else loop.end
             indent = rewrite.indentation(src, loop.start) or ""
             edits.append(rewrite.insert_after(src, end, f"MPI_Request_free({self.req(k)});", indent,
                                               order=k))
+        elif s.coll.half:
+            pass                                  # emit() writes both halves' calls
         else:
             name_end = call.start + len(call.callee)
             edits.append(rewrite.Edit(call.start, name_end, s.coll.nonblocking))
@@ -269,6 +286,13 @@ class _FunctionEmitter:
             semi = _after_semicolon(src, call.end)
             edits.append(rewrite.Edit(semi, semi, f" {self.flags}[{k}] = 1;"))
         return edits
+
+    def _posting(self, s: Site) -> str:
+        """The call that posts one half of an MPI_Sendrecv (no `;`)."""
+        if s.action == "persistent":
+            return f"MPI_Start({self.req(s.slot)})"
+        args = [" ".join(self.ea.text(a).split()) for a in call_args(s.call)]
+        return f"{s.coll.nonblocking}({', '.join(s.coll.own_args(args) + [self.req(s.slot)])})"
 
     def _status(self, site: Site) -> str:
         """The status a wait fills in: a receive's own status argument, else the site's slot."""
@@ -346,6 +370,8 @@ class _FunctionEmitter:
             out["across"] = {"helper": h.fn.name, "helper_line": h.site.call.line,
                              "helper_call": s.call.callee}
             out["request"] = None
+        if s.coll.half:
+            out["half"] = s.coll.half
         for w in s.waits:
             at_end = w.index >= len(w.block.children)
             line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \
@@ -376,9 +402,4 @@ def _fresh(name: str, text: bytes) -> str:
     return name
 
 
-def _after_semicolon(src: bytes, offset: int) -> int:
-    """Offset just past the `;` that ends the statement whose expression ends at `offset`."""
-    i = offset
-    while i < len(src) and src[i:i + 1] in b" \t\r\n":
-        i += 1
-    return i + 1 if src[i:i + 1] == b";" else offset
+_after_semicolon = rewrite.after_semicolon

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import re
 
-from .calls import REWRITABLE, Collective
+from .calls import LEFT_BLOCKING_P2P, REWRITABLE, SENDRECV_HALVES, Collective
 from .effects import EffectAnalysis, Effects, call_args, strip
 from .parse import FUNCTION_KIND_NAMES, Node, Unit, own_nodes
 
@@ -62,6 +62,10 @@ def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
     may_unwind = unit.lang == "c++" and not (fn.is_noexcept and not fn.has_try)
     sites = []
     for n in own_nodes(fn.body):
+        if n.kind == "CALL_EXPR" and n.callee in LEFT_BLOCKING_P2P:
+            sites.append(Site(call=n, function=fn.name, coll=Collective(n.callee, (), p2p=True),
+                              reason=f"left blocking: {LEFT_BLOCKING_P2P[n.callee]}"))
+            continue
         if n.kind != "CALL_EXPR" or n.callee not in REWRITABLE:
             continue
         site = Site(call=n, function=fn.name, coll=REWRITABLE[n.callee], may_unwind=may_unwind)
@@ -99,7 +103,17 @@ def find_sites(unit: Unit, fn_key: str, ea: EffectAnalysis) -> list[Site]:
             site.reason = f"left blocking: cannot tell what `{ea.text(unknown[0])}` points to"
             site.block = None
             continue
+        if site.coll.name == "MPI_Sendrecv":
+            sites[-1:] = [_half(site, half, ea) for half in SENDRECV_HALVES]
     return sites
+
+
+def _half(site: Site, coll: Collective, ea: EffectAnalysis) -> Site:
+    """One half of an MPI_Sendrecv as a site of its own: its own buffer, request and wait."""
+    half = Site(call=site.call, function=site.function, coll=coll, block=site.block, index=site.index,
+                may_unwind=site.may_unwind)
+    half.accesses = ea.buffer_accesses(site.call, coll)
+    return half
 
 
 _STATUS_AT_WAIT = re.compile(r"^(MPI_STATUS_IGNORE|&\s*[A-Za-z_]\w*)$")
@@ -110,8 +124,10 @@ def _why_not_point_to_point(site: Site, args: list, ea: EffectAnalysis) -> str:
     wildcard one posted first could take a message a later, specific one takes in the original
     order of completion. The status argument is evaluated again at the wait, so it must be
     MPI_STATUS_IGNORE or the address of a variable."""
-    if site.coll.name == "MPI_Recv":
-        source, tag = ea.text(args[3]).upper(), ea.text(args[4]).upper()     # Fortran: any case
+    where = {"MPI_Recv": 3, "MPI_Sendrecv": 8}.get(site.coll.name)     # source; the tag follows
+    if where is not None:
+        # Fortran: any case
+        source, tag = ea.text(args[where]).upper(), ea.text(args[where + 1]).upper()
         for wildcard, text in (("MPI_ANY_SOURCE", source), ("MPI_ANY_TAG", tag)):
             if wildcard in text:
                 return f"receives with {wildcard}: the order in which messages match is kept as it is"
@@ -124,13 +140,17 @@ def _why_not_point_to_point(site: Site, args: list, ea: EffectAnalysis) -> str:
 def assign_slots(body: Node, sites: list[Site]) -> int:
     """Request slots: in sequence each call gets the next one; the branches of an `if` start at the
     same slot (mutually exclusive paths share requests); the count is the maximum over branches."""
-    by_call = {id(s.call): s for s in sites if s.block is not None}
+    by_call = {}
+    for s in sites:
+        if s.block is not None:      # the two halves of an MPI_Sendrecv: two slots, in a row
+            by_call.setdefault(id(s.call), []).append(s)
 
     def visit(n: Node, base: int) -> int:
-        s = by_call.get(id(n))
-        if s is not None:
+        for s in by_call.get(id(n), ()):
             s.slot = base
-            return base + 1
+            base += 1
+        if id(n) in by_call:
+            return base
         if n.kind == "IF_STMT":
             cond, *branches = n.children
             base = visit(cond, base)

@@ -108,7 +108,7 @@ def print_table(results: list[FileResult], console: Console | None = None, selec
             note = s["reason"] + _across_note(s)
             if s.get("profile") and s["profile"]["note"]:
                 note += f" ({s['profile']['note']})"
-            call = s["call"].replace("MPI_", "")
+            call = s["call"].replace("MPI_", "") + (f" ({s['half']})" if s.get("half") else "")
             if "helper" in s.get("across", {}):
                 call = f"{s['across']['helper_call']}() -> {call}"
             row = [f"{r.path.name}:{s['line']}", s["function"], call,

@@ -80,6 +80,14 @@ def insert_before_brace(source: bytes, brace: int, text: str, indent_hint: str, 
     return Edit(start, start, body + "\n", order)
 
 
+def after_semicolon(src: bytes, offset: int) -> int:
+    """Offset just past the `;` that ends the statement whose expression ends at `offset`."""
+    i = offset
+    while i < len(src) and src[i:i + 1] in b" \t\r\n":
+        i += 1
+    return i + 1 if src[i:i + 1] == b";" else offset
+
+
 def insert_after(source: bytes, offset: int, text: str, indent: str, order: int = 0) -> Edit:
     """`text` on new line(s) after the statement ending at `offset`."""
     return Edit(offset, offset, "".join("\n" + indent + line for line in text.split("\n")), order)
