@@ -159,11 +159,13 @@ int main(int argc, char **argv)
     {
         int size;
         double mine = 10.0 * rank, got;
+        MPI_Request sent;                                  /* one rank sends to itself: no blocking send */
         MPI_Comm_size(MPI_COMM_WORLD, &size);
-        MPI_Send(&mine, 1, MPI_DOUBLE, (rank + 1) % size, 7, MPI_COMM_WORLD);
+        MPI_Isend(&mine, 1, MPI_DOUBLE, (rank + 1) % size, 7, MPI_COMM_WORLD, &sent);
         got = from_left((rank + size - 1) % size);         /* MOVED(receive) */
         w = a[4] * 0.5;
         show("got", got + w);                              /* USE(receive) */
+        MPI_Wait(&sent, MPI_STATUS_IGNORE);
     }
 
     total_scaled(2.0 + rank);                            /* MOVED(global_read) */
