@@ -363,6 +363,14 @@ def cross_memory_attach_works() -> bool:
     return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
+def binding_args(flavour: str, bind: str) -> list[str]:
+    """The launcher's options that bind each rank to a core (bind "core"), or none ("launcher":
+    its default, "none": see launcher's bind_none)."""
+    if bind != "core":
+        return []
+    return ["-bind-to", "core"] if abi_flavour(flavour) == "mpich" else ["--bind-to", "core"]
+
+
 def run(flavour: str, np: int, argv: list[str], preload: bool = False, timeout: float | None = 600,
         env: dict | None = None, launcher_args: list[str] | None = None,
         bind_none: bool = False) -> subprocess.CompletedProcess:

@@ -442,6 +442,26 @@ def test_fresh_inputs_before_every_call_and_every_table_says_which(tmp_path):
 
 
 @needs_build
+@pytest.mark.parametrize("bind, said", [("none", "ranks not bound (--bind none)"),
+                                        ("core", "each rank bound to a core (--bind core)")])
+def test_binding_is_asked_for_and_the_spread_over_runs_shown(tmp_path, bind, said):
+    """--bind none|core launches the ranks so (issue 68: small calls as steady unbound as bound);
+    with --repeat the table gives each column's spread over the runs at the small sizes, and the
+    JSON each size's max/min (run_spread)."""
+    args = ["bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8,1K",
+            "--algorithms", "vendor,auto", "--operations", "allreduce", "--iterations", "3",
+            "--warmup", "0", "--repeat", "2", "--no-overhead", "--bind", bind,
+            "--results", str(tmp_path)]
+    r = mpiopt(*args)
+    assert r.returncode == 0, r.stderr
+    assert said in r.stdout and "spread over the 2 runs up to 16 KiB" in r.stdout, r.stdout
+    [run] = json.loads(mpiopt(*args, "--json").stdout)["runs"]
+    assert run["binding"] == bind
+    assert set(run["run_spread"]["auto"]) == {"8", "1024"} and \
+        all(v >= 1.0 for v in run["run_spread"]["auto"].values())
+
+
+@needs_build
 def test_the_cross_core_floor_is_measured_for_two_rank_allreduces(tmp_path):
     """mpiopt-line-pingpong --bulk: both cores copy at once n bytes the other just wrote (the
     slower copy's median); `mpiopt bench allreduce -np 2` puts it beside each allreduce as X/xfer,

@@ -122,7 +122,8 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
             iterations: int = 200, warmup: int = 20, iterations_large: int = 30, warmup_large: int = 2,
             datatype: str = "double", op: str = "sum", operation: str = "allreduce",
             validate: bool = False, time_limit: float = 0, timeout: float = 900,
-            env: dict | None = None, live_comms: int = 0, fresh: bool = False) -> dict:
+            env: dict | None = None, live_comms: int = 0, fresh: bool = False,
+            bind: str = "launcher") -> dict:
     """Runs the C benchmark once and returns its JSON document (rows in "results"); `env`: the
     ranks' environment (default this process's)."""
     argv = [mpi.binary(flavour, BENCH_BINARY), "-m", ",".join(map(str, sorted(sizes))),
@@ -141,8 +142,10 @@ def measure(flavour: str, np: int, sizes: list[int], columns: str = "all",
         argv.append("--fresh")
     # MPIOPT_VERBOSE=1: rank 0 says what auto's trials measured and kept (src/coll/select/measured.c)
     env = dict(os.environ if env is None else env, MPIOPT_VERBOSE="1")
-    doc, stderr = run_json(flavour, np, argv, BENCH_BINARY, timeout, env, with_stderr=True)
+    doc, stderr = run_json(flavour, np, argv, BENCH_BINARY, timeout, env, with_stderr=True,
+                           bind=bind)
     doc["flavour"] = flavour
+    doc["binding"] = bind
     doc["auto_measured"] = measured_choices(stderr)
     return doc
 
@@ -159,14 +162,17 @@ def measured_choices(stderr: str) -> dict[str, list[str]]:
 
 
 def run_json(flavour: str, np: int, argv: list, binary: str, timeout: float, env: dict | None = None,
-             with_stderr: bool = False):
+             with_stderr: bool = False, bind: str = "launcher"):
     """Runs a benchmark binary that prints JSON on np ranks; its parsed output (and its stderr, with
-    with_stderr), or RuntimeError naming what failed. The launcher's own binding while every rank
-    has a core (what users get); --bind-to none when oversubscribed, where a rank pinned to a
-    shared core would starve."""
+    with_stderr), or RuntimeError naming what failed. bind "launcher": the launcher's own binding
+    while every rank has a core (what users get: Open MPI binds to cores, MPICH's Hydra does
+    not), "none" or "core" as asked; always --bind-to none when oversubscribed, where a rank
+    pinned to a shared core would starve."""
     what = f"{binary} ({flavour}, {np} ranks)"
+    over = oversubscribed(np)
     try:
-        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=oversubscribed(np), env=env)
+        proc = mpi.run(flavour, np, argv, timeout=timeout, bind_none=over or bind == "none", env=env,
+                       launcher_args=[] if over else mpi.binding_args(flavour, bind))
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"{what} took more than {timeout:.0f} s")
     if proc.returncode != 0:
@@ -214,6 +220,10 @@ def bar_holds(ratios: dict[int, float]) -> bool:
 MEDIAN_FIELDS = ("avg_us", "max_us", "min_us", "median_us", "bandwidth_mb_s")
 
 
+# the small calls whose steadiness over runs the table reports (issue 68: bound and unbound)
+SPREAD_MAX_BYTES = 16 << 10
+
+
 def combine_repetitions(docs: list[dict]) -> dict:
     """One document from runs of the same benchmark (--repeat): every figure of a column at a size
     is its median over the runs, and `run_ratios` keeps each run's own vendor/auto per size, which
@@ -234,6 +244,12 @@ def combine_repetitions(docs: list[dict]) -> dict:
     for doc in docs:
         for size, chosen in doc.get("auto_measured", {}).items():
             out["auto_measured"].setdefault(size, []).extend(chosen)
+    # each column's spread over the runs at a size: max / min of its figure (--bind: how steady)
+    out["run_spread"] = {}
+    for (size, alg), group in rows.items():
+        values = [g[OSU_STAT] for g in group if g.get(OSU_STAT, 0) > 0]
+        if len(values) == len(docs):
+            out["run_spread"].setdefault(alg, {})[str(size)] = max(values) / min(values)
     out["run_ratios"] = {}
     for stat in (OSU_STAT, SLOWEST_STAT):
         per_size: dict[str, list[float]] = {}
@@ -287,6 +303,10 @@ def add_arguments(p) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="write the send buffer before every call (untimed), as an application "
                         "computes its inputs; default OSU's way, the buffer unchanged between calls")
+    p.add_argument("--bind", choices=("launcher", "none", "core"), default="launcher",
+                   help="ranks bound to cores as the launcher does by default (Open MPI binds, "
+                        "MPICH's Hydra does not), to none, or each to a core; every table says "
+                        "which (default launcher)")
     p.add_argument("--live-comms", type=int, default=0, metavar="N",
                    help="measure on a communicator made after N others are alive, each used by an "
                    "8-byte and a 64 KiB allreduce (what the node's budgets leave it; default 0: "
@@ -440,7 +460,8 @@ def run(args) -> int:
                                           args.iterations_large, args.warmup_large, args.type, args.op,
                                           operation, args.validate, args.time_limit,
                                           live_comms=getattr(args, "live_comms", 0),
-                                          fresh=getattr(args, "fresh", False))
+                                          fresh=getattr(args, "fresh", False),
+                                          bind=getattr(args, "bind", "launcher"))
                             doc["oversubscribed"] = oversubscribed(np)
                             doc["cores"] = os.cpu_count() or 1
                             runs.setdefault((flavour, operation, np), []).append(doc)
@@ -510,6 +531,8 @@ def print_table(console, doc: dict) -> None:
         note = f"; on a communicator made after {doc['live_comms']} others alive" + note
     inputs = ("a fresh send buffer each call (--fresh)" if doc.get("fresh")
               else "the send buffer unchanged between calls (OSU's way)")
+    inputs += {"none": ", ranks not bound (--bind none)",
+               "core": ", each rank bound to a core (--bind core)"}.get(doc.get("binding"), "")
     table = Table(title=f"{op}, {doc['flavour']}, {doc['ranks']} ranks, {doc['datatype']} {doc['op']}: "
                   f"latency (us), OSU's figure: every rank's mean averaged over the ranks, a barrier "
                   f"before each call, {inputs}{note}", title_justify="left")
@@ -553,6 +576,14 @@ def print_table(console, doc: dict) -> None:
     if took:
         console.print("auto took: what auto's trials kept for the size's class, each run's own "
                       "(MPIOPT_VERBOSE; docs/collectives.md, \"Measured choice\")")
+    spread = doc.get("run_spread", {})
+    small = [str(size) for size in by_size(doc) if size <= SPREAD_MAX_BYTES]
+    if doc.get("repetitions") and small and all(a in spread for a in ("vendor", "auto")):
+        def worst(alg):
+            return max(spread[alg].get(size, 1.0) for size in small)
+        console.print(f"spread over the {doc['repetitions']} runs up to {SPREAD_MAX_BYTES // 1024} "
+                      f"KiB (the largest max/min of a size's figure): vendor {worst('vendor'):.2f}x, "
+                      f"auto {worst('auto'):.2f}x")
     if ratios and over:
         console.print(f"{doc['ranks']} ranks on {doc.get('cores', '?')} cores: ranks wait for cores, so these ratios "
                       "measure scheduling (a vendor that polls while mpiopt yields), not the algorithms; "
