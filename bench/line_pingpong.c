@@ -10,6 +10,8 @@
  * their own (fresh, as an application writes its send buffer), meet, and then each copies the
  * other's n bytes into a buffer of its own at once; a call's time is the slower one's copy, the
  * figure the median over the iterations. No allreduce can move less between the two cores.
+ * Beside it (staged_seconds, staged_turns_seconds) what an allreduce through shared memory pays
+ * at least: the copy into shared memory and that read, both timed (staged_side).
  * Plain C, no MPI (built as bin/mpiopt-line-pingpong with the other benchmarks).
  * usage: mpiopt-line-pingpong [ROUNDS (default 20)] [TRIPS a round (default 200000)]
  *        mpiopt-line-pingpong --bulk SIZE[,SIZE...] [ITERATIONS (default 200)] */
@@ -85,6 +87,45 @@ static void bulk_side(int side, bulk_flags *f, char *const data[2], char *mine, 
     }
 }
 
+/* --bulk's other two figures: what an allreduce through shared memory pays at least, the copy
+ * of its input into shared memory being part of the call. Each side writes n bytes of its own
+ * (fresh, untimed), meets the other, then (timed) copies them into a shared slot, posts, and
+ * copies the other's slot into a buffer of its own. `turns` 0: each side writes its own slot
+ * every time, lines the other core read the time before; 1: the sides take turns with the two
+ * slots (each writes the slot it read the time before), as shared_memory's two-rank stages do. */
+static void staged_side(int side, bulk_flags *f, char *const data[2], const char *src, char *mine,
+                        size_t n, int iterations, int turns, uint64_t *step, double *times)
+{
+    for (int it = 0; it < iterations; it++) {
+        int slot = turns ? side ^ (it & 1) : side;
+        memset((char *)src, (int)(it * 2 + side) & 0xff, n);
+        uint64_t k = ++*step;
+        __atomic_store_n(&f->ready[side], k, __ATOMIC_RELEASE);
+        wait_for(&f->ready[1 - side], k);
+        double t0 = now();
+        memcpy(data[slot], src, n);
+        __atomic_store_n(&f->done[side], k, __ATOMIC_RELEASE);
+        wait_for(&f->done[1 - side], k);
+        memcpy(mine, data[1 - slot], n);
+        times[it] = now() - t0;
+        __asm__ volatile("" : : "r"(mine) : "memory");
+        k = ++*step;    /* the other has read this side's slot: it may be written again */
+        __atomic_store_n(&f->ready[side], k, __ATOMIC_RELEASE);
+        wait_for(&f->ready[1 - side], k);
+    }
+}
+
+/* One figure of --bulk for every size on both sides: `kind` 0 the read alone, 1 staged, 2 staged
+ * with turns; a call takes the slower side's time, the figure the median over the iterations */
+static void bulk_figure(int side, int kind, bulk_flags *f, char *const data[2], const char *src,
+                        char *mine, size_t n, int iterations, uint64_t *step, double *times)
+{
+    if (kind == 0)
+        bulk_side(side, f, data, mine, n, iterations, step, times);
+    else
+        staged_side(side, f, data, src, mine, n, iterations, kind == 2, step, times);
+}
+
 static int bulk(const char *list, int iterations)
 {
     size_t sizes[64], nsizes = 0, max = 0;
@@ -109,38 +150,47 @@ static int bulk(const char *list, int iterations)
     bulk_flags *f = (bulk_flags *)base;
     char *data[2] = {base + sizeof *f, base + sizeof *f + max};
     double *child_times = (double *)(base + sizeof *f + 2 * max);
-    char *mine = malloc(max);
+    char *mine = malloc(max), *src = malloc(max);
     double *times = malloc(sizeof(double) * (size_t)iterations);
-    if (!mine || !times)
+    if (!mine || !src || !times)
         return 1;
     memset(mine, 0, max);
+    memset(src, 0, max);
     uint64_t step = 0;
     pid_t child = fork();
     if (child == 0) {
         pin(1);
-        for (size_t s = 0; s < nsizes; s++) {
-            bulk_side(1, f, data, mine, sizes[s], iterations, &step, child_times);
-            /* the times are the parent's to read once it has met this size's last step */
-            __atomic_store_n(&f->ready[1], ++step, __ATOMIC_RELEASE);
-            wait_for(&f->ready[0], step);
-        }
+        for (size_t s = 0; s < nsizes; s++)
+            for (int kind = 0; kind < 3; kind++) {
+                bulk_figure(1, kind, f, data, src, mine, sizes[s], iterations, &step, child_times);
+                /* the times are the parent's to read once it has met this figure's last step */
+                __atomic_store_n(&f->ready[1], ++step, __ATOMIC_RELEASE);
+                wait_for(&f->ready[0], step);
+            }
         _exit(0);
     }
     pin(0);
     printf("{\"bulk\": [");
     for (size_t s = 0; s < nsizes; s++) {
-        bulk_side(0, f, data, mine, sizes[s], iterations, &step, times);
-        wait_for(&f->ready[1], ++step);
-        for (int it = 0; it < iterations; it++)    /* a call takes the slower side's time */
-            times[it] = child_times[it] > times[it] ? child_times[it] : times[it];
-        __atomic_store_n(&f->ready[0], step, __ATOMIC_RELEASE);
-        qsort(times, (size_t)iterations, sizeof *times, compare);
-        printf("%s{\"bytes\": %zu, \"seconds\": %.6e, \"min_seconds\": %.6e}", s ? ", " : "",
-               sizes[s], times[iterations / 2], times[0]);
+        double median_of[3], min_of[3];
+        for (int kind = 0; kind < 3; kind++) {
+            bulk_figure(0, kind, f, data, src, mine, sizes[s], iterations, &step, times);
+            wait_for(&f->ready[1], ++step);
+            for (int it = 0; it < iterations; it++)    /* a call takes the slower side's time */
+                times[it] = child_times[it] > times[it] ? child_times[it] : times[it];
+            __atomic_store_n(&f->ready[0], step, __ATOMIC_RELEASE);
+            qsort(times, (size_t)iterations, sizeof *times, compare);
+            median_of[kind] = times[iterations / 2];
+            min_of[kind] = times[0];
+        }
+        printf("%s{\"bytes\": %zu, \"seconds\": %.6e, \"min_seconds\": %.6e, "
+               "\"staged_seconds\": %.6e, \"staged_turns_seconds\": %.6e}", s ? ", " : "",
+               sizes[s], median_of[0], min_of[0], median_of[1], median_of[2]);
     }
     printf("], \"iterations\": %d}\n", iterations);
     waitpid(child, NULL, 0);
     free(mine);
+    free(src);
     free(times);
     return 0;
 }

@@ -454,7 +454,8 @@ def test_binding_is_asked_for_and_the_spread_over_runs_shown(tmp_path, bind, sai
             "--results", str(tmp_path)]
     r = mpiopt(*args)
     assert r.returncode == 0, r.stderr
-    assert said in r.stdout and "spread over the 2 runs up to 16 KiB" in r.stdout, r.stdout
+    text = " ".join(r.stdout.split())      # rich wraps the title at the terminal's width
+    assert said in text and "spread over the 2 runs up to 16 KiB" in text, r.stdout
     [run] = json.loads(mpiopt(*args, "--json").stdout)["runs"]
     assert run["binding"] == bind
     assert set(run["run_spread"]["auto"]) == {"8", "1024"} and \
@@ -473,6 +474,9 @@ def test_the_cross_core_floor_is_measured_for_two_rank_allreduces(tmp_path):
     rows = json.loads(r.stdout)["bulk"]
     assert [x["bytes"] for x in rows] == [4096, 65536]
     assert all(0 < x["min_seconds"] <= x["seconds"] for x in rows)
+    # the staged floor adds the timed copy into shared memory: it cannot be below the read alone
+    assert all(x["staged_seconds"] > x["min_seconds"] and x["staged_turns_seconds"] > x["min_seconds"]
+               for x in rows)
     bad = subprocess.run([str(exe), "--bulk", "4096,x"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "bad --bulk size list" in bad.stderr and not bad.stdout
     r = mpiopt("bench", "allreduce", "-np", "2", "--flavour", FLAVOURS[0], "--sizes", "8,4K",
@@ -480,6 +484,8 @@ def test_the_cross_core_floor_is_measured_for_two_rank_allreduces(tmp_path):
                "--no-overhead", "--operations", "allreduce", "--results", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert "auto/xfer" in r.stdout and "xfer: both cores copying at once" in r.stdout
+    assert "auto/stage" in r.stdout and "stage: each core first copying" in r.stdout
     doc = json.loads((tmp_path / "allreduce.json").read_text())
-    floor = doc[0]["cross_core_floor_us"]
+    floor, staged = doc[0]["cross_core_floor_us"], doc[0]["staged_floor_us"]
     assert list(floor) == ["4096"] and floor["4096"] > 0    # 8 B: below 1 KiB, none
+    assert list(staged) == ["4096"] and staged["4096"] > 0

@@ -546,9 +546,11 @@ def print_table(console, doc: dict) -> None:
         table.add_column(f"slowest rank: vendor/auto{suffix}", justify="right")
     above_floor = {a: floor_ratios(doc, a) for a in ("vendor", "auto") if a in columns}
     above_floor = {f"{a}/floor": r for a, r in above_floor.items() if r}
-    from .allreduce_floor import CROSS_CORE, cross_core_legend, cross_core_ratios
+    from .allreduce_floor import CROSS_CORE, STAGED, cross_core_legend, cross_core_ratios
     above_floor.update({f"{a}/{CROSS_CORE}": cross_core_ratios(doc, a)
                         for a in ("vendor", "auto") if a in columns and cross_core_ratios(doc, a)})
+    if "auto" in columns and cross_core_ratios(doc, "auto", "staged_floor_us"):
+        above_floor[f"auto/{STAGED}"] = cross_core_ratios(doc, "auto", "staged_floor_us")
     for name in above_floor:
         table.add_column(name, justify="right")
     took = auto_took(doc, short)
@@ -592,7 +594,7 @@ def print_table(console, doc: dict) -> None:
         console.print(f"floor: {FLOOR}, every rank copying its input to its output at once, the "
                       "memory traffic an allreduce cannot avoid; X/floor = how many times that X takes")
     if any(name.endswith(f"/{CROSS_CORE}") for name in above_floor):
-        console.print(cross_core_legend())
+        console.print(cross_core_legend(staged=f"auto/{STAGED}" in above_floor))
     if ratios and not over:
         verdict = "holds" if bar_holds(ratios) else "does NOT hold"
         console.print(f"bar (vendor/auto on OSU's figure >= {BAR_ANY}x at every size, median >= "
