@@ -8,16 +8,7 @@
  * usage: pair_turns [CALLS (default 3000)]   prints "pair_turns: N checks, M wrong" on rank 0 */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include "mpiopt.h"
-
-static int algorithm(const char *name)
-{
-    for (int a = 0; a < MPIOPT_ALG_COUNT; a++)
-        if (!strcmp(mpiopt_algorithm_name((mpiopt_algorithm)a), name))
-            return a;
-    return -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -31,7 +22,6 @@ int main(int argc, char **argv)
     const int counts[] = {300, 1000, 2400, 4098, 5120, 6144, 8192, 16384, 20000};
     const int ncounts = (int)(sizeof counts / sizeof counts[0]);
     int *buf = malloc(sizeof(int) * 20000), *out = malloc(sizeof(int) * 20000);
-    mpiopt_algorithm shm = (mpiopt_algorithm)algorithm("shared_memory");
     unsigned draw = 2026u;      /* the same on every rank */
     int checks = 0, wrong = 0;
     for (int k = 0; k < calls; k++) {
@@ -41,7 +31,7 @@ int main(int argc, char **argv)
             buf[i] = (rank + 1) * (i % 1000) + k;
         int *result = in_place ? buf : out;
         mpiopt_allreduce(in_place ? MPI_IN_PLACE : buf, result, n, MPI_INT, MPI_SUM,
-                         MPI_COMM_WORLD, shm);
+                         MPI_COMM_WORLD, MPIOPT_ALG_SHARED_MEMORY);
         int bad = 0;
         for (int i = 0; i < n && !bad; i++)
             bad = result[i] != p * (p + 1) / 2 * (i % 1000) + p * k;

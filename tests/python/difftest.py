@@ -118,6 +118,18 @@ def transform(source: Path | str, mode: str, out_dir: Path | str, flavour: str,
     return Transformed(out, report)
 
 
+def transform_in_process(source: Path | str, mode: str, out_dir: Path | str, flavour: str) -> Transformed:
+    """transform()'s work in this interpreter, for check(transformer=...): no new interpreter per
+    call (the tests' time budget; the command line is tested elsewhere), no report."""
+    from mpiopt.transform import Options, transform_file
+
+    source = Path(source)
+    r = transform_file(source, Options(mode=mode, flavour=flavour))
+    out = Path(out_dir) / f"{source.stem}.{mode}.{flavour}{source.suffix}"
+    out.write_bytes(r.output)
+    return Transformed(out, None)
+
+
 # ---- once a session: what build() compiled and transform() wrote, by the source's content ----
 _BUILT: dict[tuple, Build] = {}
 _TRANSFORMED: dict[tuple, Transformed] = {}

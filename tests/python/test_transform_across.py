@@ -178,14 +178,8 @@ def test_transformed_prints_the_same_with_both_mpis(case, tmp_path):
     if not flavours:
         pytest.skip("no MPI installed")
 
-    def in_process(source, mode, out_dir, flavour):
-        r = transform_file(source, Options(mode=mode, flavour=flavour))
-        out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
-        out.write_bytes(r.output)
-        return difftest.Transformed(out, None)
-
     failures = difftest.check(case, tmp_path, modes=("nonblocking",), flavours=flavours, ranks=(2, 3),
-                              transformer=in_process)
+                              transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

@@ -190,20 +190,12 @@ def test_transforming_the_output_again_changes_nothing(tmp_path, mode):
 FIGURES = ["fig05_cg.c", "fig07_scatter.c", "fig09_bcasts.c", "fig12_four_allreduce.c"]
 
 
-def _in_process(source, mode, out_dir, flavour):
-    """difftest's transformer, without a subprocess per call (the CLI is tested elsewhere)."""
-    r = transform_file(source, Options(mode=mode, flavour=flavour))
-    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}.c"
-    out.write_bytes(r.output)
-    return difftest.Transformed(out, None)
-
-
 def _check(name, modes, ranks, tmp_path):
     flavours = [f for f in mpi.available_flavours()]
     if not flavours:
         pytest.skip("no MPI installed")
     failures = difftest.check(CASES / name, tmp_path, modes=modes, flavours=flavours, ranks=ranks,
-                              transformer=_in_process)
+                              transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

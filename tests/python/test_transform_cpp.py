@@ -133,19 +133,12 @@ def test_transforming_the_cpp_output_again_changes_nothing(tmp_path, mode):
     assert transform_file(once, Options(mode=mode)).output == first.output
 
 
-def _in_process(source, mode, out_dir, flavour):
-    r = transform_file(source, Options(mode=mode, flavour=flavour))
-    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
-    out.write_bytes(r.output)
-    return difftest.Transformed(out, None)
-
-
 def test_cpp_case_prints_the_same_as_the_original(tmp_path):
     flavours = mpi.available_flavours()
     if not flavours:
         pytest.skip("no MPI installed")
     failures = difftest.check(CASE, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2,), transformer=_in_process)
+                              ranks=(2,), transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

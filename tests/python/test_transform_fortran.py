@@ -10,7 +10,6 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from conftest import run_mpiopt
@@ -144,21 +143,13 @@ def test_fixpoint_bad_file_and_cli(free, fixed, tmp_path):
     assert not (tmp_path / "bad_out.f90").exists()
 
 
-def _in_process(source, mode, out_dir, flavour):
-    """difftest's transformer without a new interpreter per call (the test's time budget)."""
-    r = transform_file(source, Options(mode=mode, flavour=flavour))
-    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
-    out.write_bytes(r.output)
-    return SimpleNamespace(path=out)
-
-
 @pytest.mark.parametrize("case", [FREE, FIXED], ids=["free", "fixed"])
 def test_transformed_programs_print_the_same(case, tmp_path):
     flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
     if not flavours:
         pytest.skip("no MPI with mpif90")
     failures = difftest.check(case, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2,), transformer=_in_process)
+                              ranks=(2,), transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

@@ -12,7 +12,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -206,20 +205,13 @@ def test_status_that_is_not_a_whole_variable_keeps_the_receive_blocking(tmp_path
         in s["reason"], s
 
 
-def _in_process(source, mode, out_dir, flavour):
-    r = transform_file(source, Options(mode=mode, flavour=flavour))
-    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
-    out.write_bytes(r.output)
-    return SimpleNamespace(path=out)
-
-
 @pytest.mark.parametrize("path", [FREE, F08, FIXED], ids=["use_mpi", "mpi_f08", "mpif_h"])
 def test_transformed_programs_print_the_same(path, tmp_path):
     flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
     if not flavours:
         pytest.skip("no MPI with mpif90")
     failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2, 3), transformer=_in_process)
+                              ranks=(2, 3), transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

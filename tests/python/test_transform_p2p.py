@@ -73,14 +73,8 @@ def test_point_to_point_prints_the_same_as_the_original(tmp_path):
     if not flavours:
         pytest.skip("no MPI installed")
 
-    def in_process(source, mode, out_dir, flavour):
-        r = transform_file(source, Options(mode=mode, flavour=flavour))
-        out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}.c"
-        out.write_bytes(r.output)
-        return difftest.Transformed(out, None)
-
     failures = difftest.check(CASE, tmp_path, modes=("nonblocking",), flavours=flavours, ranks=(2, 3),
-                              transformer=in_process)
+                              transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 
