@@ -95,6 +95,33 @@ def test_cg_every_step(tmp_path, flavour):
     assert (src / "cg.c").read_text() == before      # the user's tree is never written
 
 
+def test_fortran_every_step(tmp_path):
+    """examples/heat_f.f90 (free form, `use mpi`) at 2 ranks with its source: the profile finds its
+    Fortran call sites, the transformation rewrites them in a copy (its MPI_ALLREDUCE's wait moves
+    past the copy loop), the copy builds with the user's mpif90 command, and its output is the
+    baseline's."""
+    flavour = FLAVOURS[0]
+    require_build(flavour)
+    if not shutil.which(f"mpif90.{flavour}"):
+        pytest.skip(f"no mpif90.{flavour}")
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(EXAMPLES / "heat_f.f90", src)
+    build = f"mpif90.{flavour} -O2 -g -o heat_f heat_f.f90"
+    subprocess.run(build.split(), cwd=src, check=True)
+    before = (src / "heat_f.f90").read_text()
+    r, data = _advise(tmp_path, "-np", "2", "--source", src, "--build", build, "--",
+                      src / "heat_f", "60", "20000")
+    assert r.returncode == 0, r.stderr[-3000:]
+    tr = _step(data, "transformed")
+    assert tr["status"] == "ran" and tr["runs"] == "2/2", tr
+    assert tr["check"]["ok"] is True, tr["check"]
+    assert data["transform"]["sites_changed"] >= 1, data["transform"]
+    diff = Path(data["transform"]["diff"]).read_text()
+    assert "+" in diff and "MPI_IALLREDUCE" in diff.upper(), diff[:2000]
+    assert (src / "heat_f.f90").read_text() == before      # the user's tree is never written
+
+
 @pytest.mark.parametrize("flavour", FLAVOURS)
 def test_halo_placement(tmp_path, flavour):
     """The halo stencil at 4 ranks on this 2-core node: nodes of 2, an order from the measured
