@@ -52,7 +52,8 @@ from . import rewrite
 from .effects import call_args
 from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
 from .fortran_analysis import analyse
-from .fortran_p2p import reallocated_in_loop, startall_runs
+from .fortran_p2p import (nonblocking_name, pair_halves, reallocated_in_loop, sendrecv_halves,
+                          startall_runs)
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
 from .placement import Site, assign_slots, find_sites
@@ -85,6 +86,7 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 why = why_blocking(unit, proc, s, lines_of)
                 if why:
                     s.block, s.reason = None, "left blocking: " + why
+        pair_halves(sites)
         todo = [s for s in sites if s.block is not None]
         if todo:
             writer = _ProcedureWriter(unit, proc, fn)
@@ -100,6 +102,8 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
             for s in todo:
                 placer.place(s)
             todo = [s for s in todo if not _crosses_directive(unit, proc, s)]
+            pair_halves(sites)
+            todo = [s for s in todo if s.block is not None]
             if todo:
                 edits += writer.emit(todo)
         reporter = _FunctionEmitter(unit, fn, ea, options, target)
@@ -312,17 +316,20 @@ class _ProcedureWriter:
         edits, buffers = [], []
         runs = {id(run[0]): run for run in startall_runs(sites, self.unit)}
         started = {id(s) for run in runs.values() for s in run[1:]}
+        halves = sendrecv_halves(sites)
         for s in sites:
             stmt = self.unit.fnodes[id(s.call)]
             self.upper = str(stmt.children[0]) != str(stmt.children[0]).lower()
             for role, a in zip(s.coll.roles, stmt.children[1].children):
                 if role not in ("value", "status") and str(a).upper() != "MPI_IN_PLACE":
                     buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
-            if id(s) in started:        # started by the MPI_STARTALL in its run's first line
+            if s.coll.half == "recv":
+                pass                    # written with its send half: one statement
+            elif id(s) in started:      # started by the MPI_STARTALL in its run's first line
                 first, last = stmt.item.span
                 edits.append(rewrite.Edit(self._off(first), self._off(last + 1), ""))
             else:
-                edits.append(self._call(s, stmt, runs.get(id(s))))
+                edits.append(self._call(s, stmt, runs.get(id(s)), halves.get(id(s))))
             if s.action == "persistent":
                 edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
@@ -402,35 +409,45 @@ class _ProcedureWriter:
             out = cut
         return "".join(x + "\n" for x in out)
 
-    def _call(self, s: Site, stmt, run: list | None = None) -> rewrite.Edit:
+    def _call(self, s: Site, stmt, run: list | None = None, recv: Site | None = None) -> rewrite.Edit:
+        """The statement that posts `s` (with `recv`, an MPI_SENDRECV's receive half: MPI_IRECV,
+        then MPI_ISEND for `s`, the send half)."""
         first, last = stmt.item.span
         actuals = [str(a) for a in stmt.children[1].children]
+        indent = self._indent(first)
+        comment = _trailing_comment(self._raw(last))
+        posted = [recv, s] if recv is not None else [s]
+        text = "".join(self._lines(self._posting(h, stmt, actuals, run), indent) for h in posted)
+        if comment:
+            text = text[:-1] + "  " + comment + "\n"
+        for h in posted:
+            if any(w.flag for w in h.waits):
+                text += self._lines(f"{self.flags}({h.slot + 1}) = 1", indent)
+        if s.rank_guard:
+            text = self._root_test(s, actuals, indent) + text
+        return rewrite.Edit(self._off(first), self._off(last + 1), text)
+
+    def _posting(self, s: Site, stmt, actuals: list, run: list | None) -> str:
+        """The CALL statement that starts `s`."""
         n = len(s.coll.roles)
         at = s.coll.status
-        if at is not None:          # a receive: the request takes the status's place
+        if s.coll.half:             # MPI_SENDRECV's half: its own arguments, the request, ierror
+            args = s.coll.own_args(actuals[:n]) + [self.req(s.slot)] + actuals[n:]
+        elif at is not None:        # a receive: the request takes the status's place
             args = actuals[:at] + [self.req(s.slot)] + actuals[at + 1:]
         else:
             args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
         name = str(stmt.children[0])
         rest = name[4:]
-        new = name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower()
-                          else "I" + rest.lower())
-        indent = self._indent(first)
-        comment = _trailing_comment(self._raw(last))
+        new = nonblocking_name(name, s.coll.nonblocking) if s.coll.half else \
+            name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower() else "I" + rest.lower())
         if s.action == "persistent":
             new = self.mpi("MPI_START")
             args = [self.req(s.slot)] + actuals[n:]
             if run:
                 new = self.mpi("MPI_STARTALL")
                 args = [str(len(run)), f"{self.reqs}({run[0].slot + 1}:{run[-1].slot + 1})"] + actuals[n:]
-        text = self._lines(f"{self.kw('CALL')} {new}({', '.join(args)})", indent)
-        if comment:
-            text = text[:-1] + "  " + comment + "\n"
-        if any(w.flag for w in s.waits):
-            text += self._lines(f"{self.flags}({s.slot + 1}) = 1", indent)
-        if s.rank_guard:
-            text = self._root_test(s, actuals, indent) + text
-        return rewrite.Edit(self._off(first), self._off(last + 1), text)
+        return f"{self.kw('CALL')} {new}({', '.join(args)})"
 
     def _root_test(self, s: Site, actuals: list, indent: str) -> str:
         """Whether this rank is the call's root, for its split waits (C: mpiopt_is_root). On an
@@ -451,8 +468,7 @@ class _ProcedureWriter:
         actuals = [str(a) for a in stmt.children[1].children][:len(s.coll.roles)]
         tail = "" if self.f08 else f", {self.ierr}"
         if s.coll.p2p:              # MPI_SEND_INIT / MPI_RECV_INIT (MPI-1): no info, no status
-            if s.coll.status is not None:
-                del actuals[s.coll.status]
+            actuals = s.coll.own_args(actuals)
             init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPI'))}(" \
                    f"{', '.join(actuals + [self.req(s.slot)])}{tail})"
         else:
