@@ -50,7 +50,9 @@ from fparser.two.utils import walk
 
 from . import rewrite
 from .effects import call_args
-from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
+from .across import SplitSite
+from .engine import FileResult, Options, _FunctionEmitter, _report_helpers, select_by_profile
+from .fortran_across import FortranAcross, caller_edits, helper_edits
 from .fortran_analysis import analyse
 from .fortran_p2p import (nonblocking_name, pair_halves, reallocated_in_loop, sendrecv_halves,
                           startall_runs)
@@ -74,11 +76,13 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
     unit = parse_fortran(path, options.extra_args)
     target = detect_target(options.flavour, options.mpi_version)
     ea, placer = analyse(unit)
-    edits, reports = [], []
+    edits, reports, site_reports = [], [], {}
     lines_of = _statement_lines(unit)
-    for key, fn in sorted(unit.functions.items(), key=lambda kv: kv[1].node.start):
+    functions = sorted(unit.functions.items(), key=lambda kv: kv[1].node.start)
+    own_sites = {}
+    for key, fn in functions:
         proc = unit.procedures[key]
-        sites = find_sites(unit, key, ea)
+        sites = own_sites[key] = find_sites(unit, key, ea)
         select_by_profile(unit, sites, options)
         for s in sites:
             # Fortran's reasons also replace the C wording for a buffer that is no variable
@@ -87,21 +91,40 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 if why:
                     s.block, s.reason = None, "left blocking: " + why
         pair_halves(sites)
+    # waits that leave small wrappers (across.py, written by fortran_across.py)
+    across = FortranAcross(unit, ea, _ProcedureWriter, own_sites)
+    for key, fn in functions:
+        proc = unit.procedures[key]
+        sites = own_sites[key] + across.calls_in(fn, lines_of)
         todo = [s for s in sites if s.block is not None]
         if todo:
             writer = _ProcedureWriter(unit, proc, fn)
+            writer.across = across
             for s in todo:
                 s.action = "nonblocking"
-                if options.mode == "persistent":
+                if isinstance(s, SplitSite):
+                    if options.mode == "persistent":
+                        s.reason = "nonblocking, not persistent: the wait left its helper procedure"
+                elif options.mode == "persistent":
                     why = _not_persistent(s, ea, target)
                     if why:
                         s.reason = "nonblocking, not persistent: " + why
                     else:
                         s.action, s.loop = "persistent", enclosing_loop(s)
-            writer.nslots = assign_slots(fn.body, todo)
+            # calls of split wrappers take no request, only a flag slot, after the requests
+            writer.nslots = assign_slots(fn.body, [s for s in todo if not isinstance(s, SplitSite)])
+            splits = [s for s in todo if isinstance(s, SplitSite)]
+            writer.nflags = writer.nslots + assign_slots(fn.body, splits)
+            for s in splits:
+                s.slot += writer.nslots
             for s in todo:
                 placer.place(s)
-            todo = [s for s in todo if not _crosses_directive(unit, proc, s)]
+                if isinstance(s, SplitSite) and all(w.steps == 0 for w in s.waits):
+                    w = s.waits[0]        # nothing to overlap: splitting would only add code
+                    s.action, s.waits, s.block = "unchanged", [], None
+                    s.reason = f"left as it is: the caller needs what {s.helper.fn.name} leaves at " \
+                               f"once ({w.blocked_by}, line {w.blocked_line})"
+            todo = [s for s in todo if s.block is not None and not _crosses_directive(unit, proc, s)]
             pair_halves(sites)
             todo = [s for s in todo if s.block is not None]
             if todo:
@@ -115,6 +138,9 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 for w in r["waits"]:
                     w["blocked_by"] = w["blocked_by"].replace(old, new)
             reports.append(r)
+            site_reports[id(s)] = r
+    edits += helper_edits(across, _ProcedureWriter)
+    _report_helpers(site_reports, across.across)
     output = rewrite.apply(unit.text, edits)
     return FileResult(Path(path), unit.text, output, reports, time.perf_counter() - t0, target,
                       time.process_time() - cpu0)
@@ -293,7 +319,7 @@ class _ProcedureWriter:
         self.root = _fresh("mpiopt_root", lower)
         self.rank = _fresh("mpiopt_rank", lower)
         self.f08 = proc.binding == "mpi_f08"
-        self.nslots = 0
+        self.nslots = self.nflags = 0
         self.upper = True
         # lower-case keywords if the procedure's first statement is written so
         first = self._raw(self._first_line()).lstrip(" \t0123456789")
@@ -313,7 +339,11 @@ class _ProcedureWriter:
         return name.upper() if self.upper else name.lower()
 
     def emit(self, sites: list[Site]) -> list[rewrite.Edit]:
-        edits, buffers = [], []
+        edits, buffers, more_decl = [], [], []
+        splits = [s for s in sites if isinstance(s, SplitSite)]
+        if splits:           # calls of split wrappers (fortran_across.py)
+            edits, more_decl, buffers = caller_edits(self.across, self, splits)
+            sites = [s for s in sites if not isinstance(s, SplitSite)]
         runs = {id(run[0]): run for run in startall_runs(sites, self.unit)}
         started = {id(s) for run in runs.values() for s in run[1:]}
         halves = sendrecv_halves(sites)
@@ -333,15 +363,16 @@ class _ProcedureWriter:
             if s.action == "persistent":
                 edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
-        uses_flags = any(w.flag for s in sites for w in s.waits)
+        uses_flags = any(w.flag for s in sites + splits for w in s.waits)
         at = self._off(self.proc.spec_end_line)
         indent = self._indent(self.proc.spec_end_line)
         decl = [f"{self.kw('TYPE')}(MPI_Request) {self.reqs}({self.nslots})" if self.f08
-                else f"{self.kw('INTEGER')} {self.reqs}({self.nslots})"]
-        if not self.f08:
+                else f"{self.kw('INTEGER')} {self.reqs}({self.nslots})"] if sites else []
+        decl += more_decl
+        if not self.f08 and sites:
             decl.append(f"{self.kw('INTEGER')} {self.ierr}")
         if uses_flags:
-            decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nslots})")
+            decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nflags})")
         if any(s.rank_guard for s in sites):
             decl.append(f"{self.kw('LOGICAL')} {self.root}({self.nslots})")
             decl.append(f"{self.kw('INTEGER')} {self.rank}")
