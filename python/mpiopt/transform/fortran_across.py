@@ -228,8 +228,10 @@ class FortranAcross:
     def _named_elsewhere(self, scope) -> str:
         """A use of the helper's name that is not a call: an actual argument, a procedure pointer
         target, an INTERFACE body... it may then be called where the tool cannot see."""
+        # (inside a FUNCTION without RESULT, its name is its result variable)
+        own = {id(n) for n in walk(scope.node, F.Name)} if scope.result == scope.name else set()
         for n in walk(_root(scope.node), F.Name):
-            if name_of(n) != scope.name:
+            if name_of(n) != scope.name or id(n) in own:
                 continue
             parent = getattr(n, "parent", None)
             if isinstance(parent, (F.Actual_Arg_Spec_List, F.Actual_Arg_Spec, F.Pointer_Assignment_Stmt,

@@ -323,6 +323,8 @@ class _Converter(IoStatements):
 
     def _is_variable_name(self, n) -> bool:
         name = name_of(n)
+        if name == self.scope.result:       # a FUNCTION's result named as the function: a variable
+            return True
         if self.sym.procedure(self.scope, name) is not None or name in self.scope.functions:
             return False
         return self.sym.resolve(self.scope, name) is not None
