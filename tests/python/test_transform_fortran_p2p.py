@@ -358,3 +358,14 @@ def test_sendrecv_programs_print_the_same(which, tmp_path):
     failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
                               ranks=(2, 3), transformer=_in_process)
     assert not failures, "\n".join(failures)
+
+
+def test_sendrecv_halves_persistent_never_in_a_startall():
+    """In persistent mode the halves are MPI_RECV_INIT + MPI_SEND_INIT with one MPI_START each:
+    fortran_p2p's tag test reads MPI_SEND's tag position, which is not a half's tag."""
+    r = transform_file(SR_FIXED, Options(mode="persistent", flavour="openmpi"))
+    out = r.output.decode()
+    assert "MPI_STARTALL" not in out and out.count("CALL MPI_START(") == 4
+    assert out.count("CALL MPI_RECV_INIT(") == 2 and out.count("CALL MPI_SEND_INIT(") == 2
+    loop = [s for s in r.sites if s.get("half")]
+    assert sum(s["action"] == "persistent" for s in loop) == 4, loop
