@@ -52,6 +52,7 @@ from fparser.two.utils import walk
 from . import rewrite
 from .across import Across, Helper, SplitSite
 from .effects import call_args
+from .placement import assign_slots
 from .fortran_symbols import head, name_of
 
 _INTRINSIC_TYPES = ("integer", "real", "double precision", "complex", "logical", "double complex")
@@ -464,3 +465,24 @@ def helper_edits(fa: FortranAcross, w_class) -> list:
         edits.append(rewrite.Edit(w._off(fs.type_at), w._off(fs.type_at),
                                   fa.type_definition(h, w._indent(fs.type_at), w), -10))
     return edits
+
+
+def slots(body, sites: list) -> tuple[int, int]:
+    """(requests, flags): calls of split wrappers take no request, only a flag slot, after the
+    requests (their state holds the request)."""
+    nreqs = assign_slots(body, [s for s in sites if not isinstance(s, SplitSite)])
+    splits = [s for s in sites if isinstance(s, SplitSite)]
+    nflags = nreqs + assign_slots(body, splits)
+    for s in splits:
+        s.slot += nreqs
+    return nreqs, nflags
+
+
+def keep_if_nothing_to_overlap(sites: list):
+    """A call whose finish would come right after it stays as it is: splitting would only add code."""
+    for s in sites:
+        if isinstance(s, SplitSite) and s.waits and all(w.steps == 0 for w in s.waits):
+            w = s.waits[0]
+            s.action, s.waits, s.block = "unchanged", [], None
+            s.reason = f"left as it is: the caller needs what {s.helper.fn.name} leaves at " \
+                       f"once ({w.blocked_by}, line {w.blocked_line})"

@@ -52,13 +52,13 @@ from . import rewrite
 from .effects import call_args
 from .across import SplitSite
 from .engine import FileResult, Options, _FunctionEmitter, _report_helpers, select_by_profile
-from .fortran_across import FortranAcross, caller_edits, helper_edits
+from .fortran_across import FortranAcross, caller_edits, helper_edits, keep_if_nothing_to_overlap, slots
 from .fortran_analysis import analyse
 from .fortran_p2p import (nonblocking_name, pair_halves, reallocated_in_loop, sendrecv_halves,
                           startall_runs)
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
-from .placement import Site, assign_slots, find_sites
+from .placement import Site, find_sites
 
 _TEMPORARY = "the compiler may pass a temporary copy that no longer exists when the call returns"
 # C wording of the shared analyses' reasons -> Fortran's
@@ -111,19 +111,10 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                         s.reason = "nonblocking, not persistent: " + why
                     else:
                         s.action, s.loop = "persistent", enclosing_loop(s)
-            # calls of split wrappers take no request, only a flag slot, after the requests
-            writer.nslots = assign_slots(fn.body, [s for s in todo if not isinstance(s, SplitSite)])
-            splits = [s for s in todo if isinstance(s, SplitSite)]
-            writer.nflags = writer.nslots + assign_slots(fn.body, splits)
-            for s in splits:
-                s.slot += writer.nslots
+            writer.nslots, writer.nflags = slots(fn.body, todo)
             for s in todo:
                 placer.place(s)
-                if isinstance(s, SplitSite) and all(w.steps == 0 for w in s.waits):
-                    w = s.waits[0]        # nothing to overlap: splitting would only add code
-                    s.action, s.waits, s.block = "unchanged", [], None
-                    s.reason = f"left as it is: the caller needs what {s.helper.fn.name} leaves at " \
-                               f"once ({w.blocked_by}, line {w.blocked_line})"
+            keep_if_nothing_to_overlap(todo)
             todo = [s for s in todo if s.block is not None and not _crosses_directive(unit, proc, s)]
             pair_halves(sites)
             todo = [s for s in todo if s.block is not None]
