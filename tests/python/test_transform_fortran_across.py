@@ -192,6 +192,9 @@ def test_transformed_programs_print_the_same(which, tmp_path):
     ("    double precision :: s, local\n    integer :: ierr\n    local = x\n",
      "    double precision :: s, local, tmp(2)\n    integer :: ierr\n    local = x\n    tmp = x\n", None),
     ("    s = s * 0.5d0\n", "    s = s * 0.5d0\n    tmp = s\n", "is an array"),
+    ("    s = s * 0.5d0\n  end function global_sum\n",
+     "    s = half(s)\n  contains\n    double precision function half(v)\n      double precision :: v\n"
+     "      half = v * 0.5d0\n    end function half\n  end function global_sum\n", "CONTAINs procedures"),
 ])
 def test_helpers_fortran_keeps(old, new, why, tmp_path):
     """Fortran's limits on a helper (fortran_across.FortranAcross.why_not_written)."""

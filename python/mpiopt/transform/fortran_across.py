@@ -33,7 +33,7 @@ Start and finish are procedures of the same host as H, so their interfaces are e
 they are called, which ASYNCHRONOUS dummies require; an external H stays (its callers have no
 explicit interface).
 
-Stays as it is, with the reason: external procedures; saved locals (SAVE, DATA, initialisers:
+Stays as it is, with the reason: external procedures; helpers that CONTAIN procedures; saved locals (SAVE, DATA, initialisers:
 the start and the finish would each have their own); OPTIONAL, allocatable, pointer or
 derived-type dummies; locals both halves use that are arrays, pointers, targets, allocatable or
 implicitly typed, or whose kind is a name of H's own; the ierror named after the call; keyword
@@ -89,6 +89,8 @@ class FortranAcross:
         if proc.included_code or any(unit.text[unit.line_offsets[ln]:unit.line_offsets[ln] + 1] == b"#"
                                      for ln in range(self._first(scope), self._end(scope) + 1)):
             return "INCLUDEd statements or preprocessor lines in it"
+        if any(isinstance(c, F.Internal_Subprogram_Part) for c in scope.node.children):
+            return "it CONTAINs procedures of its own (its start and finish would not see them)"
         why = self._named_elsewhere(scope) or self._saved(scope) or self._dummies(scope)
         if why:
             return why
