@@ -192,6 +192,13 @@ def test_transformed_programs_print_the_same(which, tmp_path):
     ("    double precision :: s, local\n    integer :: ierr\n    local = x\n",
      "    double precision :: s, local, tmp(2)\n    integer :: ierr\n    local = x\n    tmp = x\n", None),
     ("    s = s * 0.5d0\n", "    s = s * 0.5d0\n    tmp = s\n", "is an array"),
+    ("    double precision :: s, local\n    integer :: ierr\n    local = x\n"
+     "    call MPI_Allreduce(local, s, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)\n"
+     "    s = s * 0.5d0\n",
+     "    double precision :: s, local\n    double precision, pointer :: p\n    integer :: ierr\n"
+     "    local = x\n    allocate(p)\n    p = 0.5d0\n"
+     "    call MPI_Allreduce(local, s, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)\n"
+     "    s = s * p\n", "local pointer or target"),
     ("    s = s * 0.5d0\n  end function global_sum\n",
      "    s = half(s)\n  contains\n    double precision function half(v)\n      double precision :: v\n"
      "      half = v * 0.5d0\n    end function half\n  end function global_sum\n", "CONTAINs procedures"),

@@ -120,6 +120,9 @@ class FortranAcross:
             return f"its ierror `{ierr}` is read after the {site.coll.name}"
         for name in sorted(names):
             v = scope.vars.get(name)
+            if v is not None and not v.is_dummy and v.attrs & {"pointer", "target"}:
+                # (its key is the one shared pointer/target location, like a global's)
+                return f"`{name}` is a local pointer or target used across the wait"
             if v is None or v.is_global:
                 continue
             if v.is_dummy:
