@@ -48,7 +48,8 @@ def site(result, path, text):
 
 def test_free_form_sites_and_waits(free):
     out = free.output.decode()
-    assert len(free.sites) == 8
+    # (the calls of the wrappers are sites too, fortran_across.py: test_transform_fortran_across.py)
+    assert len([s for s in free.sites if "helper" not in s.get("across", {})]) == 8
     # independent work: the wait follows the loop that does not touch b, stops at the read of b
     first = site(free, FREE, "call MPI_ALLREDUCE(a, b, n")
     assert first["action"] == "nonblocking"

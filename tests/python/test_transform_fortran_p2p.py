@@ -227,3 +227,137 @@ def test_rooted_collective_waits_split_by_rank():
     out = r.output.decode()
     assert "mpiopt_root(8) = mpiopt_rank .EQ. 0 .OR. 0 .EQ. MPI_ROOT" in out
     assert "if (mpiopt_root(8)) then" in out and "if (.NOT. mpiopt_root(8)) then" in out
+
+
+# --- MPI_SENDRECV: two halves, MPI_IRECV + MPI_ISEND, each with its own wait ---------------------
+
+SR_FREE, SR_FIXED = CASES / "fortran_sendrecv_free.f90", CASES / "fortran_sendrecv_fixed.f"
+
+
+def sendrecv_f08(tmp_path: Path) -> Path:
+    """The free-form case with `use mpi_f08` (TYPE(MPI_Status), `st%MPI_SOURCE`)."""
+    src = tmp_path / "fortran_sendrecv_f08.f90"
+    src.write_text(SR_FREE.read_text().replace("  use mpi\n", "  use mpi_f08\n")
+                   .replace("integer :: st(MPI_STATUS_SIZE)", "type(MPI_Status) :: st")
+                   .replace("st(MPI_SOURCE)", "st%MPI_SOURCE"))
+    return src
+
+
+@pytest.fixture(scope="module", params=[SR_FREE, SR_FIXED], ids=["use_mpi", "mpif_h"])
+def sendrecv(request):
+    return request.param, transform_file(request.param, Options())
+
+
+def _sendrecv_site(r, line, half):
+    return next(s for s in r.sites if s["line"] == line and s.get("half") == half)
+
+
+def test_sendrecv_halves_and_their_waits(sendrecv):
+    path, r = sendrecv
+    text = lines(path)
+    calls = [i for i, ln in enumerate(text, 1) if re.match(r"\s*call\s+mpi_sendrecv\(", ln, re.I)]
+    unchanged = [max(c for c in calls if c < m) for m in markers(path, "UNCHANGED")
+                 if any(c < m for c in calls) and "SENDRECV(" in text[max(c for c in calls if c < m) - 1].upper()
+                 and max(c for c in calls if c < m) > max((m2 for m2 in markers(path, "UNCHANGED") if m2 < m),
+                                                           default=0)]
+    for line in calls:
+        halves = [s for s in r.sites if s["line"] == line]
+        if line in unchanged:
+            assert all(s["action"] == "unchanged" and s["reason"] for s in halves), halves
+            continue
+        # two sites, one a half, each with a request of its own and its own wait
+        assert sorted(s.get("half") for s in halves) == ["recv", "send"], halves
+        assert all(s["action"] == "nonblocking" and len(s["waits"]) == 1 for s in halves), halves
+        assert halves[0]["request"] != halves[1]["request"]
+    for line in markers(path, "OVERLAP"):
+        call = max(c for c in calls if c < line)
+        assert all(w["line"] > line for s in r.sites if s["line"] == call for w in s["waits"])
+    for name, half in (("SEND", "send"), ("RECV", "recv")):
+        for line in markers(path, name):
+            s = _sendrecv_site(r, max(c for c in calls if c < line), half)
+            assert s["waits"][0]["line"] <= line, s
+
+
+def test_sendrecv_text(sendrecv):
+    """The receive is posted first; the status goes to the receive half's wait; both buffers get
+    ASYNCHRONOUS; the ierror stays the program's."""
+    path, r = sendrecv
+    out = r.output.decode()
+    if path == SR_FREE:
+        recv = "call MPI_Irecv(strip, n, MPI_DOUBLE_PRECISION, mod(rank + nprocs - 1, nprocs), 3, " \
+               "MPI_COMM_WORLD, mpiopt_reqs("
+        send = "call MPI_Isend(ring, n, MPI_DOUBLE_PRECISION, mod(rank + 1, nprocs), 3, MPI_COMM_WORLD, " \
+               "mpiopt_reqs("
+        flat = re.sub(r"\s*&\n\s*", " ", out).lower()       # (fparser writes intrinsics in upper case)
+        recv, send = recv.lower(), send.lower()
+        assert recv in flat and send in flat and flat.index(recv) < flat.index(send)
+        k = re.search(re.escape(recv) + r"(\d+)\), ierr\)", flat).group(1)
+        assert f"call MPI_WAIT(mpiopt_reqs({k}), st, mpiopt_ierr)" in out
+        assert flat.count("call mpi_sendrecv(") == 3      # the three left blocking
+        assert re.search(r"asynchronous[^\n]*\bring\b", out) and re.search(r"asynchronous[^\n]*\bstrip\b", out)
+        assert re.search(r"asynchronous[^\n]*\bgl\b", out) and re.search(r"asynchronous[^\n]*\bsr\b", out)
+    else:
+        code = [ln for ln in out.splitlines() if ln and ln[0] not in "Cc*!"]
+        assert all(len(ln) <= 72 for ln in code), [ln for ln in code if len(ln) > 72]
+        assert "CALL MPI_IRECV(GL, 1, MPI_DOUBLE_PRECISION, LEFT, 1,\n     &      MPI_COMM_WORLD, " \
+               "mpiopt_reqs(2), IERR)\n         CALL MPI_ISEND(SR, 1," in out
+        assert "CALL MPI_WAIT(mpiopt_reqs(2), STATUS, mpiopt_ierr)" in out
+        assert re.search(r"ASYNCHRONOUS[^\n]*\bsr\b[^\n]*\bgl\b", out, re.I)
+
+
+def test_sendrecv_left_blocking_with_reasons():
+    r = transform_file(SR_FREE, Options())
+    by = {}
+    for s in r.sites:
+        by.setdefault(s["line"], []).append(s)
+    wildcard = by[line_of(SR_FREE, "4, strip, n")]
+    assert [s["action"] for s in wildcard] == ["unchanged"] and "MPI_ANY_SOURCE" in wildcard[0]["reason"]
+    # a section in one half keeps the other half blocking too, with that reason (one statement)
+    section = by[line_of(SR_FREE, "strip(1:2*n:2)")]
+    assert {s.get("half") for s in section} == {"send", "recv"}
+    assert all(s["action"] == "unchanged" and "array section" in s["reason"] for s in section), section
+    replace = by[line_of(SR_FREE, "MPI_Sendrecv_replace(")]
+    assert replace[0]["call"] == "MPI_Sendrecv_replace" and replace[0]["action"] == "unchanged"
+    assert "would need a copy of the message" in replace[0]["reason"]
+    external = by[line_of(SR_FREE, "7, got, 1")]
+    assert all("dummy argument of an external procedure" in s["reason"] for s in external)
+    out = r.output.decode()
+    assert out.count("MPI_Sendrecv(") == 3 and "MPI_Sendrecv_replace(" in out
+
+
+def test_sendrecv_mpi_f08(tmp_path):
+    r = transform_file(sendrecv_f08(tmp_path), Options())
+    out = re.sub(r" &\n\s*", "", r.output.decode())
+    assert "type(MPI_Request) mpiopt_reqs(" in out
+    assert re.search(r"call MPI_WAIT\(mpiopt_reqs\(\d+\), st\)", out)
+    assert sum(s["action"] == "nonblocking" and s.get("half") == "recv" for s in r.sites) == 3
+
+
+@pytest.mark.parametrize("path", [SR_FREE, SR_FIXED], ids=["use_mpi", "mpif_h"])
+def test_sendrecv_fixpoint(path, tmp_path):
+    again = tmp_path / path.name
+    again.write_bytes(transform_file(path, Options()).output)
+    second = transform_file(again, Options())
+    assert not second.changed
+
+
+@pytest.mark.parametrize("which", ["use_mpi", "mpif_h", "mpi_f08"])
+def test_sendrecv_programs_print_the_same(which, tmp_path):
+    flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
+    if not flavours:
+        pytest.skip("no MPI with mpif90")
+    path = {"use_mpi": SR_FREE, "mpif_h": SR_FIXED}.get(which) or sendrecv_f08(tmp_path)
+    failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
+                              ranks=(2, 3), transformer=_in_process)
+    assert not failures, "\n".join(failures)
+
+
+def test_sendrecv_halves_persistent_never_in_a_startall():
+    """In persistent mode the halves are MPI_RECV_INIT + MPI_SEND_INIT with one MPI_START each:
+    fortran_p2p's tag test reads MPI_SEND's tag position, which is not a half's tag."""
+    r = transform_file(SR_FIXED, Options(mode="persistent", flavour="openmpi"))
+    out = r.output.decode()
+    assert "MPI_STARTALL" not in out and out.count("CALL MPI_START(") == 4
+    assert out.count("CALL MPI_RECV_INIT(") == 2 and out.count("CALL MPI_SEND_INIT(") == 2
+    loop = [s for s in r.sites if s.get("half")]
+    assert sum(s["action"] == "persistent" for s in loop) == 4, loop

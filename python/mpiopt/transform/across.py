@@ -308,7 +308,8 @@ class Across:
         if parent is not None and parent.kind == "BINARY_OPERATOR" and parent.op == "=" \
                 and strip(parent.children[1]) is n:
             lhs = strip(parent.children[0])
-            if lhs.kind != "DECL_REF_EXPR" or lhs.ref_kind != "var" or self.ea.text(lhs) != lhs.spelling:
+            if lhs.kind != "DECL_REF_EXPR" or lhs.ref_kind != "var" or \
+                    not getattr(self.ea, "same_name", str.__eq__)(self.ea.text(lhs), lhs.spelling):
                 return "its result is assigned to something other than a variable"
             s.lhs, stmt, parent = lhs, parent, parent.parent
         while parent is not None and parent.kind == "UNEXPOSED_EXPR" and len(parent.children) == 1:

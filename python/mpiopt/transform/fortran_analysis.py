@@ -55,6 +55,11 @@ class FortranEffectAnalysis(EffectAnalysis):
                         "front end", n)
         super()._stmt(n, eff, loops, switches, summary)
 
+    @staticmethod
+    def same_name(text: str, spelling: str) -> bool:
+        """A variable named as declared (across.py): Fortran names are case-insensitive."""
+        return text.lower() == spelling.lower()
+
     def is_in_place(self, arg: Node) -> bool:
         return self.text(arg).strip().upper() == "MPI_IN_PLACE"
 

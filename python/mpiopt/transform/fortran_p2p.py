@@ -9,7 +9,12 @@ MPI_RECV_INIT requests in a loop (the shared analyses decide everything else).
     receives, must have different integer-literal tags (peers and communicators need not be
     told apart then). Collectives never go into a run: every rank must start them in one order.
   * a buffer ALLOCATEd or DEALLOCATEd in the loop moves: a request made before the loop
-    would point at its old storage."""
+    would point at its old storage.
+  * MPI_SENDRECV: its two halves (placement.SENDRECV_HALVES, sites of their own with a request
+    and a wait each) are one statement, so they change together: where Fortran leaves one
+    half blocking (a section, an expression, a dummy of an external procedure...) the other
+    stays too, with that reason; the statement becomes MPI_IRECV then MPI_ISEND (the receive
+    posted first, as in C)."""
 from __future__ import annotations
 
 from fparser.two import Fortran2003 as F
@@ -23,7 +28,7 @@ TAG = 4          # the tag's position in MPI_SEND / MPI_SSEND / MPI_RECV
 def startall_runs(sites: list[Site], unit) -> list[list[Site]]:
     """Runs (two or more) of persistent point-to-point calls that are consecutive statements of
     one block with consecutive request slots and tags that keep their matching order."""
-    chosen = sorted((s for s in sites if s.action == "persistent" and s.coll.p2p),
+    chosen = sorted((s for s in sites if s.action == "persistent" and s.coll.p2p and not s.coll.half),
                     key=lambda s: (s.block.start, s.index))
     runs, run = [], []
     for s in chosen:
@@ -75,3 +80,30 @@ def reallocated_in_loop(s: Site, ea) -> str:
                         return f"the buffer `{ea.text(arg)}` is allocated or deallocated in the loop " \
                                f"(line {n.line}): not loop-invariant"
     return ""
+
+
+def pair_halves(sites: list[Site]) -> None:
+    """The halves of one MPI_SENDRECV stay blocking together: the first reason of either is both's."""
+    for s in sites:
+        if s.coll.half and s.block is None:
+            for other in sites:
+                if other.call is s.call and other is not s and other.block is not None:
+                    other.block, other.action, other.waits = None, "unchanged", []
+                    other.reason = s.reason
+
+
+def sendrecv_halves(sites: list[Site]) -> dict:
+    """id(send half) -> its receive half, for the halves the writer writes as one statement."""
+    recv = {id(s.call): s for s in sites if s.coll.half == "recv"}
+    return {id(s): recv[id(s.call)] for s in sites if s.coll.half == "send" and id(s.call) in recv}
+
+
+def nonblocking_name(original: str, nonblocking: str) -> str:
+    """MPI_Isend in the case the program wrote the blocking call's name in (MPI_SENDRECV ->
+    MPI_ISEND, mpi_sendrecv -> mpi_isend, MPI_Sendrecv -> MPI_Isend)."""
+    rest = original[4:]
+    if rest.isupper():
+        return nonblocking.upper()
+    if rest.islower():
+        return nonblocking.lower()
+    return nonblocking

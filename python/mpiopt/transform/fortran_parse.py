@@ -31,7 +31,8 @@ from fparser.two import Fortran2003 as F
 from fparser.two.parser import ParserFactory
 from fparser.two.utils import FortranSyntaxError, walk
 
-from .calls import (MPI_SYNCHRONISING, MPI_UNDERSTOOD, MPI_WAITS, NONBLOCKING_P2P, REWRITABLE)
+from .calls import (LEFT_BLOCKING_P2P, MPI_SYNCHRONISING, MPI_UNDERSTOOD, MPI_WAITS, NONBLOCKING_P2P,
+                    REWRITABLE)
 from .fortran_cpp import map_lines, preprocess
 from .fortran_symbols import Scope, SymbolBuilder, exec_part, head, name_of
 from .fortran_io import IoStatements
@@ -44,7 +45,7 @@ PREPROCESSED_SUFFIXES = {".F90", ".F95", ".F03", ".F08", ".F", ".FOR", ".FPP", "
 # Fortran names are case-insensitive: MPI names are matched in upper case and given the C
 # spelling the shared tables use
 _MPI_NAMES = {n.upper(): n for n in list(REWRITABLE) + list(MPI_UNDERSTOOD) + list(MPI_SYNCHRONISING)
-              + list(NONBLOCKING_P2P) + list(MPI_WAITS)}
+              + list(NONBLOCKING_P2P) + list(MPI_WAITS) + list(LEFT_BLOCKING_P2P)}
 _REWRITABLE_NAMES = {n.upper() for n in REWRITABLE}
 from fparser.two import Fortran2008 as F08  # noqa: E402
 _STOPS = (F.Stop_Stmt, F08.Error_Stop_Stmt)
@@ -322,6 +323,8 @@ class _Converter(IoStatements):
 
     def _is_variable_name(self, n) -> bool:
         name = name_of(n)
+        if name == self.scope.result:       # a FUNCTION's result named as the function: a variable
+            return True
         if self.sym.procedure(self.scope, name) is not None or name in self.scope.functions:
             return False
         return self.sym.resolve(self.scope, name) is not None

@@ -50,12 +50,15 @@ from fparser.two.utils import walk
 
 from . import rewrite
 from .effects import call_args
-from .engine import FileResult, Options, _FunctionEmitter, select_by_profile
+from .across import SplitSite
+from .engine import FileResult, Options, _FunctionEmitter, _report_helpers, select_by_profile
+from .fortran_across import FortranAcross, caller_edits, helper_edits, keep_if_nothing_to_overlap, slots
 from .fortran_analysis import analyse
-from .fortran_p2p import reallocated_in_loop, startall_runs
+from .fortran_p2p import (nonblocking_name, pair_halves, reallocated_in_loop, sendrecv_halves,
+                          startall_runs)
 from .fortran_parse import FortranUnit, Procedure, parse_fortran
 from .persistent import Target, detect_target, enclosing_loop, why_not_persistent
-from .placement import Site, assign_slots, find_sites
+from .placement import Site, find_sites
 
 _TEMPORARY = "the compiler may pass a temporary copy that no longer exists when the call returns"
 # C wording of the shared analyses' reasons -> Fortran's
@@ -73,11 +76,13 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
     unit = parse_fortran(path, options.extra_args)
     target = detect_target(options.flavour, options.mpi_version)
     ea, placer = analyse(unit)
-    edits, reports = [], []
+    edits, reports, site_reports = [], [], {}
     lines_of = _statement_lines(unit)
-    for key, fn in sorted(unit.functions.items(), key=lambda kv: kv[1].node.start):
+    functions = sorted(unit.functions.items(), key=lambda kv: kv[1].node.start)
+    own_sites = {}
+    for key, fn in functions:
         proc = unit.procedures[key]
-        sites = find_sites(unit, key, ea)
+        sites = own_sites[key] = find_sites(unit, key, ea)
         select_by_profile(unit, sites, options)
         for s in sites:
             if s.coll.half and s.block is not None:     # the writer writes one call a site
@@ -88,21 +93,34 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 why = why_blocking(unit, proc, s, lines_of)
                 if why:
                     s.block, s.reason = None, "left blocking: " + why
+        pair_halves(sites)
+    # waits that leave small wrappers (across.py, written by fortran_across.py)
+    across = FortranAcross(unit, ea, _ProcedureWriter, own_sites)
+    for key, fn in functions:
+        proc = unit.procedures[key]
+        sites = own_sites[key] + across.calls_in(fn, lines_of)
         todo = [s for s in sites if s.block is not None]
         if todo:
             writer = _ProcedureWriter(unit, proc, fn)
+            writer.across = across
             for s in todo:
                 s.action = "nonblocking"
-                if options.mode == "persistent":
+                if isinstance(s, SplitSite):
+                    if options.mode == "persistent":
+                        s.reason = "nonblocking, not persistent: the wait left its helper procedure"
+                elif options.mode == "persistent":
                     why = _not_persistent(s, ea, target)
                     if why:
                         s.reason = "nonblocking, not persistent: " + why
                     else:
                         s.action, s.loop = "persistent", enclosing_loop(s)
-            writer.nslots = assign_slots(fn.body, todo)
+            writer.nslots, writer.nflags = slots(fn.body, todo)
             for s in todo:
                 placer.place(s)
-            todo = [s for s in todo if not _crosses_directive(unit, proc, s)]
+            keep_if_nothing_to_overlap(todo)
+            todo = [s for s in todo if s.block is not None and not _crosses_directive(unit, proc, s)]
+            pair_halves(sites)
+            todo = [s for s in todo if s.block is not None]
             if todo:
                 edits += writer.emit(todo)
         reporter = _FunctionEmitter(unit, fn, ea, options, target)
@@ -114,6 +132,9 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
                 for w in r["waits"]:
                     w["blocked_by"] = w["blocked_by"].replace(old, new)
             reports.append(r)
+            site_reports[id(s)] = r
+    edits += helper_edits(across, _ProcedureWriter)
+    _report_helpers(site_reports, across.across)
     output = rewrite.apply(unit.text, edits)
     return FileResult(Path(path), unit.text, output, reports, time.perf_counter() - t0, target,
                       time.process_time() - cpu0)
@@ -292,7 +313,7 @@ class _ProcedureWriter:
         self.root = _fresh("mpiopt_root", lower)
         self.rank = _fresh("mpiopt_rank", lower)
         self.f08 = proc.binding == "mpi_f08"
-        self.nslots = 0
+        self.nslots = self.nflags = 0
         self.upper = True
         # lower-case keywords if the procedure's first statement is written so
         first = self._raw(self._first_line()).lstrip(" \t0123456789")
@@ -312,32 +333,40 @@ class _ProcedureWriter:
         return name.upper() if self.upper else name.lower()
 
     def emit(self, sites: list[Site]) -> list[rewrite.Edit]:
-        edits, buffers = [], []
+        edits, buffers, more_decl = [], [], []
+        splits = [s for s in sites if isinstance(s, SplitSite)]
+        if splits:           # calls of split wrappers (fortran_across.py)
+            edits, more_decl, buffers = caller_edits(self.across, self, splits)
+            sites = [s for s in sites if not isinstance(s, SplitSite)]
         runs = {id(run[0]): run for run in startall_runs(sites, self.unit)}
         started = {id(s) for run in runs.values() for s in run[1:]}
+        halves = sendrecv_halves(sites)
         for s in sites:
             stmt = self.unit.fnodes[id(s.call)]
             self.upper = str(stmt.children[0]) != str(stmt.children[0]).lower()
             for role, a in zip(s.coll.roles, stmt.children[1].children):
                 if role not in ("value", "status") and str(a).upper() != "MPI_IN_PLACE":
                     buffers.append(str(a if isinstance(a, F.Name) else a.children[0]))
-            if id(s) in started:        # started by the MPI_STARTALL in its run's first line
+            if s.coll.half == "recv":
+                pass                    # written with its send half: one statement
+            elif id(s) in started:      # started by the MPI_STARTALL in its run's first line
                 first, last = stmt.item.span
                 edits.append(rewrite.Edit(self._off(first), self._off(last + 1), ""))
             else:
-                edits.append(self._call(s, stmt, runs.get(id(s))))
+                edits.append(self._call(s, stmt, runs.get(id(s)), halves.get(id(s))))
             if s.action == "persistent":
                 edits += self._persistent(s, stmt)
         edits += self._waits([w for s in sites for w in s.waits])
-        uses_flags = any(w.flag for s in sites for w in s.waits)
+        uses_flags = any(w.flag for s in sites + splits for w in s.waits)
         at = self._off(self.proc.spec_end_line)
         indent = self._indent(self.proc.spec_end_line)
         decl = [f"{self.kw('TYPE')}(MPI_Request) {self.reqs}({self.nslots})" if self.f08
-                else f"{self.kw('INTEGER')} {self.reqs}({self.nslots})"]
-        if not self.f08:
+                else f"{self.kw('INTEGER')} {self.reqs}({self.nslots})"] if sites else []
+        decl += more_decl
+        if not self.f08 and sites:
             decl.append(f"{self.kw('INTEGER')} {self.ierr}")
         if uses_flags:
-            decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nslots})")
+            decl.append(f"{self.kw('INTEGER')} {self.flags}({self.nflags})")
         if any(s.rank_guard for s in sites):
             decl.append(f"{self.kw('LOGICAL')} {self.root}({self.nslots})")
             decl.append(f"{self.kw('INTEGER')} {self.rank}")
@@ -405,35 +434,45 @@ class _ProcedureWriter:
             out = cut
         return "".join(x + "\n" for x in out)
 
-    def _call(self, s: Site, stmt, run: list | None = None) -> rewrite.Edit:
+    def _call(self, s: Site, stmt, run: list | None = None, recv: Site | None = None) -> rewrite.Edit:
+        """The statement that posts `s` (with `recv`, an MPI_SENDRECV's receive half: MPI_IRECV,
+        then MPI_ISEND for `s`, the send half)."""
         first, last = stmt.item.span
         actuals = [str(a) for a in stmt.children[1].children]
+        indent = self._indent(first)
+        comment = _trailing_comment(self._raw(last))
+        posted = [recv, s] if recv is not None else [s]
+        text = "".join(self._lines(self._posting(h, stmt, actuals, run), indent) for h in posted)
+        if comment:
+            text = text[:-1] + "  " + comment + "\n"
+        for h in posted:
+            if any(w.flag for w in h.waits):
+                text += self._lines(f"{self.flags}({h.slot + 1}) = 1", indent)
+        if s.rank_guard:
+            text = self._root_test(s, actuals, indent) + text
+        return rewrite.Edit(self._off(first), self._off(last + 1), text)
+
+    def _posting(self, s: Site, stmt, actuals: list, run: list | None) -> str:
+        """The CALL statement that starts `s`."""
         n = len(s.coll.roles)
         at = s.coll.status
-        if at is not None:          # a receive: the request takes the status's place
+        if s.coll.half:             # MPI_SENDRECV's half: its own arguments, the request, ierror
+            args = s.coll.own_args(actuals[:n]) + [self.req(s.slot)] + actuals[n:]
+        elif at is not None:        # a receive: the request takes the status's place
             args = actuals[:at] + [self.req(s.slot)] + actuals[at + 1:]
         else:
             args = actuals[:n] + [self.req(s.slot)] + actuals[n:]
         name = str(stmt.children[0])
         rest = name[4:]
-        new = name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower()
-                          else "I" + rest.lower())
-        indent = self._indent(first)
-        comment = _trailing_comment(self._raw(last))
+        new = nonblocking_name(name, s.coll.nonblocking) if s.coll.half else \
+            name[:4] + ("I" + rest if rest.isupper() else "i" + rest if rest.islower() else "I" + rest.lower())
         if s.action == "persistent":
             new = self.mpi("MPI_START")
             args = [self.req(s.slot)] + actuals[n:]
             if run:
                 new = self.mpi("MPI_STARTALL")
                 args = [str(len(run)), f"{self.reqs}({run[0].slot + 1}:{run[-1].slot + 1})"] + actuals[n:]
-        text = self._lines(f"{self.kw('CALL')} {new}({', '.join(args)})", indent)
-        if comment:
-            text = text[:-1] + "  " + comment + "\n"
-        if any(w.flag for w in s.waits):
-            text += self._lines(f"{self.flags}({s.slot + 1}) = 1", indent)
-        if s.rank_guard:
-            text = self._root_test(s, actuals, indent) + text
-        return rewrite.Edit(self._off(first), self._off(last + 1), text)
+        return f"{self.kw('CALL')} {new}({', '.join(args)})"
 
     def _root_test(self, s: Site, actuals: list, indent: str) -> str:
         """Whether this rank is the call's root, for its split waits (C: mpiopt_is_root). On an
@@ -454,8 +493,7 @@ class _ProcedureWriter:
         actuals = [str(a) for a in stmt.children[1].children][:len(s.coll.roles)]
         tail = "" if self.f08 else f", {self.ierr}"
         if s.coll.p2p:              # MPI_SEND_INIT / MPI_RECV_INIT (MPI-1): no info, no status
-            if s.coll.status is not None:
-                del actuals[s.coll.status]
+            actuals = s.coll.own_args(actuals)
             init = f"{self.kw('CALL')} {self.mpi(s.coll.persistent('MPI'))}(" \
                    f"{', '.join(actuals + [self.req(s.slot)])}{tail})"
         else:
