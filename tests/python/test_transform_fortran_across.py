@@ -11,7 +11,6 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -167,13 +166,6 @@ def test_mpi_f08(tmp_path):
     assert sum(s["action"] == "nonblocking" for s in calls_of_helpers(r)) == 3
 
 
-def _in_process(source, mode, out_dir, flavour):
-    r = transform_file(source, Options(mode=mode, flavour=flavour))
-    out = Path(out_dir) / f"{Path(source).stem}.{mode}.{flavour}{Path(source).suffix}"
-    out.write_bytes(r.output)
-    return SimpleNamespace(path=out)
-
-
 @pytest.mark.parametrize("which", ["use_mpi", "mpif_h", "mpi_f08"])
 def test_transformed_programs_print_the_same(which, tmp_path):
     flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
@@ -181,7 +173,7 @@ def test_transformed_programs_print_the_same(which, tmp_path):
         pytest.skip("no MPI with mpif90")
     path = {"use_mpi": FREE, "mpif_h": FIXED}.get(which) or f08(tmp_path)
     failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2, 3), transformer=_in_process)
+                              ranks=(2, 3), transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

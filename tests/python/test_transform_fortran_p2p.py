@@ -348,7 +348,7 @@ def test_sendrecv_programs_print_the_same(which, tmp_path):
         pytest.skip("no MPI with mpif90")
     path = {"use_mpi": SR_FREE, "mpif_h": SR_FIXED}.get(which) or sendrecv_f08(tmp_path)
     failures = difftest.check(path, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2, 3), transformer=_in_process)
+                              ranks=(2, 3), transformer=difftest.transform_in_process)
     assert not failures, "\n".join(failures)
 
 

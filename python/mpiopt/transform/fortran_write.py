@@ -85,9 +85,6 @@ def transform_fortran_file(path: str | Path, options: Options) -> FileResult:
         sites = own_sites[key] = find_sites(unit, key, ea)
         select_by_profile(unit, sites, options)
         for s in sites:
-            if s.coll.half and s.block is not None:     # the writer writes one call a site
-                s.block, s.reason = None, "left blocking: MPI_SENDRECV is not rewritten in Fortran"
-                continue
             # Fortran's reasons also replace the C wording for a buffer that is no variable
             if s.block is not None or "cannot tell what" in s.reason:
                 why = why_blocking(unit, proc, s, lines_of)
