@@ -19,23 +19,12 @@ from mpiopt.transform import Options, report, transform_file
 
 sys.path.insert(0, str(Path(__file__).parent))
 import difftest  # noqa: E402
+from case_lines import line_of, lines, markers  # noqa: E402
 
 CASES = Path(__file__).resolve().parents[1] / "transform_cases"
 FREE, FIXED = CASES / "fortran_across.f90", CASES / "fortran_across_fixed.f"
 pytestmark = pytest.mark.skipif(not shutil.which("mpif90.openmpi") and not shutil.which("mpif90.mpich"),
                                 reason="needs an MPI Fortran compiler")
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines()
-
-
-def markers(path: Path, name: str) -> list[int]:
-    return [i for i, ln in enumerate(lines(path), 1) if re.search(rf"(!|^C)\s*{name}\s*$", ln)]
-
-
-def line_of(path: Path, text: str) -> int:
-    return next(i for i, ln in enumerate(lines(path), 1) if text in ln)
 
 
 def f08(tmp_path: Path) -> Path:

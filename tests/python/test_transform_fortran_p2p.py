@@ -20,6 +20,7 @@ from mpiopt.transform import Options, transform_file
 
 sys.path.insert(0, str(Path(__file__).parent))
 import difftest  # noqa: E402
+from case_lines import line_of, lines, markers  # noqa: E402
 
 CASES = Path(__file__).resolve().parents[1] / "transform_cases"
 FREE, F08, FIXED = (CASES / n for n in ("fortran_p2p_free.f90", "fortran_p2p_f08.f90",
@@ -27,18 +28,6 @@ FREE, F08, FIXED = (CASES / n for n in ("fortran_p2p_free.f90", "fortran_p2p_f08
 pytestmark = pytest.mark.skipif(not shutil.which("mpif90.openmpi") and not shutil.which("mpif90.mpich"),
                                 reason="needs an MPI Fortran compiler")
 P2P = re.compile(r"^\s*call\s+mpi_(send|ssend|recv)\(", re.I)
-
-
-def lines(path: Path) -> list[str]:
-    return path.read_text().splitlines()
-
-
-def markers(path: Path, name: str) -> list[int]:
-    return [i for i, ln in enumerate(lines(path), 1) if re.search(rf"(!|^C)\s*{name}\s*$", ln)]
-
-
-def line_of(path: Path, text: str) -> int:
-    return next(i for i, ln in enumerate(lines(path), 1) if text in ln)
 
 
 @pytest.fixture(scope="module", params=[FREE, F08, FIXED], ids=["use_mpi", "mpi_f08", "mpif_h"])
