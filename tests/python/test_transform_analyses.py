@@ -465,3 +465,45 @@ def test_mpi_bottom_buffers_stay_blocking(tmp_path):
     """)
     (site,) = find_sites(u, "f", analysis(u))
     assert site.block is None and "MPI_BOTTOM" in site.reason
+
+
+IFDEF_CASE = """#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double x = rank + 1, y = 0, z = 0;
+#ifdef USE_SUM
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+#endif
+    z = x * 2;
+    if (rank == 0)
+        printf("%g %g\\n", y, z);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not shutil.which("mpicc.openmpi"), reason="needs Open MPI's headers")
+def test_a_wait_stays_inside_the_conditional_of_its_call(tmp_path):
+    """Parsed with -DUSE_SUM, the call's wait must not move past the #endif that closes its
+    branch (the next statement touches nothing of the call's): without USE_SUM the output would
+    wait for a request never started. The wait goes right after the call, before the #endif, and
+    the report names the directive."""
+    src = tmp_path / "ifdef.c"
+    src.write_text(IFDEF_CASE)
+    r = transform_file(src, Options(extra_args=["-DUSE_SUM"]))
+    out = r.output.decode()
+    assert out.index("MPI_Iallreduce(") < out.index("MPI_Wait(") < out.index("#endif"), out
+    [site] = r.sites
+    assert "`#endif`" in site["waits"][0]["blocked_by"]
+    assert site["waits"][0]["line"] == IFDEF_CASE.splitlines().index("#endif") + 1
+    # without a directive in the way the same wait moves past `z = x * 2;`
+    plain = tmp_path / "plain.c"
+    plain.write_text(IFDEF_CASE.replace("#ifdef USE_SUM\n", "").replace("#endif\n", ""))
+    moved = transform_file(plain, Options())
+    assert moved.sites[0]["waits"][0]["moved_past"] >= 1

@@ -339,7 +339,11 @@ class _FunctionEmitter:
                         lines.append(t)
             text = "\n".join(lines)
             block = group[0].block
-            if index < len(block.children):
+            if any(w.after_previous for w in group):     # before a conditional directive
+                prev = block.children[index - 1]
+                edits.append(rewrite.insert_after(src, rewrite.after_semicolon(src, prev.end), text,
+                                                  rewrite.indentation(src, prev.start) or ""))
+            elif index < len(block.children):
                 target, indent = block.children[index], None
                 if target.kind in ("CASE_STMT", "DEFAULT_STMT", "LABEL_STMT") and index > 0:
                     prev = block.children[index - 1]      # indent like the statements of the case
@@ -376,6 +380,9 @@ class _FunctionEmitter:
             at_end = w.index >= len(w.block.children)
             line = (self.unit.text.count(b"\n", 0, w.block.end - 1) + 1) if at_end \
                 else w.block.children[w.index].line
+            if w.after_previous:        # the line after the statement it follows
+                prev = w.block.children[w.index - 1]
+                line = self.unit.text.count(b"\n", 0, rewrite.after_semicolon(self.unit.text, prev.end)) + 2
             out["waits"].append({"line": line, "guard": w.guard or "all", "flag": w.flag,
                                  "moved_past": w.steps, "blocked_by": w.blocked_by,
                                  "blocked_line": w.blocked_line})

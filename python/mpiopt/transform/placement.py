@@ -22,6 +22,10 @@ from .effects import EffectAnalysis, Effects, call_args, strip
 from .parse import FUNCTION_KIND_NAMES, Node, Unit, own_nodes
 
 EXPR_PARENTS_RESULT_USED = "its result is used in an expression"
+# A wait never moves past a conditional directive: the output is compiled in every configuration,
+# and past an #endif that closes the call's branch it would wait, in the others, for a request
+# never started (C and C++; Fortran's preprocessed text has no directives left)
+CONDITIONAL_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|else|endif)\b", re.M)
 _LABELS = {"CASE_STMT", "DEFAULT_STMT", "LABEL_STMT"}
 
 
@@ -35,6 +39,8 @@ class Wait:
     blocked_by: str      # why it cannot go later
     blocked_line: int
     steps: int           # statements moved past (0: right after the call)
+    after_previous: bool = False    # goes right after children[index - 1]: a preprocessor
+                                    # conditional stands between it and children[index]
 
 
 @dataclass
@@ -221,16 +227,41 @@ class Placer:
         text = " ".join(self.ea.text(node).split())
         return text if len(text) <= 50 else text[:47] + "..."
 
+    def _directive_between(self, start: int, end: int) -> tuple[str, int] | None:
+        """The first conditional directive in the source between two offsets: (its text, line)."""
+        if getattr(self.ea.unit, "lang", "") not in ("c", "c++"):
+            return None
+        text = self.ea.unit.text
+        m = CONDITIONAL_DIRECTIVE.search(text, start, end)
+        if m is None:
+            return None
+        return f"#{m.group(1).decode()}", text.count(b"\n", 0, m.start()) + 1
+
+    def _stop_at_directive(self, site, block, j, flag, steps, start, end) -> Wait | None:
+        d = self._directive_between(start, end)
+        if d is None:
+            return None
+        return Wait(site, block, j, "", flag, f"a preprocessor conditional (`{d[0]}`): the other "
+                    "configurations must see the wait too", d[1], steps, after_previous=True)
+
     def position(self, site: Site, cls: str) -> Wait:
         block, index, flag, steps = site.block, site.index, False, 0
         while True:
             stmts = block.children
             for j in range(index + 1, len(stmts)):
+                stop = self._stop_at_directive(site, block, j, flag, steps, stmts[j - 1].end,
+                                               stmts[j].start)
+                if stop:
+                    return stop
                 hit = self.conflict(site, self.ea.of(stmts[j]), cls)
                 if hit:
                     why, node = hit
                     return Wait(site, block, j, "", flag, why, node.line, steps)
                 steps += 1
+            stop = self._stop_at_directive(site, block, len(stmts), flag, steps, stmts[-1].end,
+                                           block.end - 1)
+            if stop:
+                return stop
             parent = block.parent
             if parent is None or parent.kind in FUNCTION_KIND_NAMES:
                 return Wait(site, block, len(stmts), "", flag, "end of the function",
