@@ -130,6 +130,22 @@ def transform_in_process(source: Path | str, mode: str, out_dir: Path | str, fla
     return Transformed(out, None)
 
 
+FORTRAN_SUFFIXES = (".f", ".for", ".f77", ".f90", ".f95", ".f03", ".f08", ".F", ".F90")
+
+
+def check_transformed(source: Path | str, out_dir: Path | str, modes=MODES, ranks=RANKS) -> list[str]:
+    """check() with transform_in_process on every installed MPI that can build `source` (Fortran:
+    those with mpif90); skips the test where none can."""
+    import pytest
+
+    fortran = Path(source).suffix in FORTRAN_SUFFIXES
+    flavours = [f for f in mpi.available_flavours() if not fortran or shutil.which(f"mpif90.{f}")]
+    if not flavours:
+        pytest.skip("no MPI with mpif90" if fortran else "no MPI installed")
+    return check(source, out_dir, modes=modes, flavours=flavours, ranks=ranks,
+                 transformer=transform_in_process)
+
+
 # ---- once a session: what build() compiled and transform() wrote, by the source's content ----
 _BUILT: dict[tuple, Build] = {}
 _TRANSFORMED: dict[tuple, Transformed] = {}

@@ -146,11 +146,7 @@ def test_fixpoint_bad_file_and_cli(free, fixed, tmp_path):
 
 @pytest.mark.parametrize("case", [FREE, FIXED], ids=["free", "fixed"])
 def test_transformed_programs_print_the_same(case, tmp_path):
-    flavours = [f for f in mpi.available_flavours() if shutil.which(f"mpif90.{f}")]
-    if not flavours:
-        pytest.skip("no MPI with mpif90")
-    failures = difftest.check(case, tmp_path, modes=("nonblocking", "persistent"), flavours=flavours,
-                              ranks=(2,), transformer=difftest.transform_in_process)
+    failures = difftest.check_transformed(case, tmp_path, modes=("nonblocking", "persistent"), ranks=(2,))
     assert not failures, "\n".join(failures)
 
 

@@ -381,17 +381,6 @@ def oversubscribed(np: int) -> bool:
     return np > (os.cpu_count() or 1)
 
 
-def measure_overhead(flavour: str) -> list[dict]:
-    """`mpiopt-allreduce --overhead` on as many ranks as cores (at most 2): ns per call that the
-    interposed MPI_Allreduce / MPI_Reduce add where auto hands the call to the vendor."""
-    np = min(2, os.cpu_count() or 1)
-    proc = mpi.run(flavour, np, [mpi.binary(flavour, BENCH_BINARY), "--overhead", "--json"], timeout=300)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{BENCH_BINARY} --overhead ({flavour}) failed: {proc.stderr.strip()[-300:]}")
-    rows = json.loads(proc.stdout)["overhead"]
-    return [dict(row, flavour=flavour) for row in rows]
-
-
 def summarize(doc: dict) -> dict:
     """vendor/auto per size on OSU's figure and on the slowest rank's, their minimum and median,
     and whether the bar holds; None for an oversubscribed run, whose ratios measure the scheduler
@@ -432,7 +421,8 @@ def print_summary(console, summary: list[dict]) -> None:
 
 def run(args) -> int:
     from rich.console import Console
-    from . import allreduce_files, allreduce_floor   # they read this module's tables: imported once it is
+    # they read this module's tables: imported once it is
+    from . import allreduce_files, allreduce_floor, allreduce_overhead
     from rich.progress import Progress
 
     flavours, ranks, sizes = _check_args(args)
@@ -475,7 +465,7 @@ def run(args) -> int:
             if not args.no_overhead:
                 progress.update(task, description=f"hand-off overhead: {flavour}")
                 try:
-                    overhead += measure_overhead(flavour)
+                    overhead += allreduce_overhead.measure_overhead(flavour)
                 except (RuntimeError, ValueError, KeyError) as e:
                     failures.append(str(e))
                     console.print(f"[red]error:[/red] {e}")
@@ -504,17 +494,9 @@ def run(args) -> int:
         for doc in docs:
             print_table(console, doc)
         print_summary(console, summary)
-        print_overhead(console, overhead)
+        allreduce_overhead.print_overhead(console, overhead)
         console.print("files: " + ", ".join(str(f) for f in files))
     return 1 if failures else 0
-
-
-def print_overhead(console, rows: list[dict]) -> None:
-    for flavour in dict.fromkeys(r["flavour"] for r in rows):
-        parts = [f"{r['operation']} on {r['comm']} ({r['ranks']} rank{'s' * (r['ranks'] > 1)}) "
-                 f"{r['added_ns']:+.1f} ns ({r['vendor_ns']:.1f} -> {r['interposed_ns']:.1f})"
-                 for r in rows if r["flavour"] == flavour]
-        console.print(f"hand-off overhead, {flavour}, 8 B, ns per call added to the vendor's: " + "; ".join(parts))
 
 
 def print_table(console, doc: dict) -> None:
