@@ -493,6 +493,72 @@ def test_ranks_that_see_different_nodes_agree_on_one_tree(flavour, tmp_path):
         assert TREE_LINE.findall(r.stderr) == [("4", "none", "4")], r.stderr[-2000:]
 
 
+# ---- the stages by the node's groups (src/coll/node/staged_groups.c) ----
+# Allreduces through the stages (past 8 KiB at p > 2) reduce within each of the node's groups and
+# then across them. Described nodes put the ranks (rank r on core r) in packages of 4 (p = 17:
+# one package holds 5, so groups of 4 virtual ranks after the fold, 4 groups; p = 6: packages of
+# 2 of the 2-core packages, 2 folded pairs) or of 2 (p = 4, 8). Exact cases, in place and not,
+# odd counts over several chunks (a chunk is just under 64 KiB), both MPIs; the same bits as
+# recursive doubling; the flat stages where the ranks do not agree on the groups.
+
+STAGES_LINE = re.compile(r"^mpiopt: shared_memory stages on (\d+) ranks: (.*)$", re.M)
+GROUPED_NODES = {4: "package:2 core:2 pu:1", 6: "package:4 core:2 pu:1", 8: "package:4 core:2 pu:1",
+                 17: "package:4 core:4 pu:1"}
+GROUPED_SHAPES = {4: "groups of 2, 2 groups", 6: "groups of 2, 2 groups",
+                  8: "groups of 2, 4 groups", 17: "groups of 4, 4 groups"}
+
+
+def grouped_env(p, **extra):
+    return dict(os.environ, MPIOPT_VERBOSE="1", HWLOC_SYNTHETIC=GROUPED_NODES[p], **extra)
+
+
+@pytest.mark.parametrize("flavour,p", [pytest.param(f, p, id=f"{f}-p{p}")
+                                       for f in mpi.FLAVOURS for p in (4, 6, 17)])
+def test_grouped_stages_match_the_reference(flavour, p):
+    require_build(flavour)
+    r = run_checker(flavour, p, ["--algorithms", "shared_memory", "--counts", "2049,40001,300001",
+                                 "--cases", "quick", "--roots", "ends", "--comms", "world"],
+                    env=grouped_env(p), timeout=300)
+    assert_all_checks_passed(r, p)
+    assert STAGES_LINE.findall(r.stderr) == [(str(p), GROUPED_SHAPES[p])], r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flavour,p", [pytest.param(f, p, id=f"{f}-p{p}")
+                                       for f, ps in (("openmpi", (8,)), ("mpich", (6, 17)))
+                                       for p in ps])
+def test_grouped_stages_have_the_bits_of_recursive_doubling(flavour, p):
+    """Random doubles, SUM and PROD, to 240 KiB: each group's partial is one of recursive
+    doubling's brackets and the groups' partials are bracketed as it does."""
+    require_build(flavour)
+    exe = mpi.binary(flavour, "test-same_bits")
+    r = mpi.run(flavour, p, [exe, "shared_memory", "recursive_doubling"], timeout=300,
+                env=grouped_env(p))
+    assert re.search(r"^same_bits: \d+ checks, 0 differ$", r.stdout, re.M), \
+        r.stdout[-2000:] + r.stderr[-2000:]
+    assert STAGES_LINE.findall(r.stderr) == [(str(p), GROUPED_SHAPES[p])], r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("flavour", mpi.FLAVOURS)
+def test_grouped_stages_need_every_rank_to_agree(flavour, tmp_path):
+    """Half the ranks see packages of 2 cores, half this machine (no groups): the flat stages on
+    every rank, and still exact; MPIOPT_SHM_GROUPS=0 takes the flat stages too."""
+    require_build(flavour)
+    wrapper = tmp_path / "views.sh"
+    wrapper.write_text(DIFFERENT_VIEWS.replace("package:2 numa:2 l3:2 core:1 pu:1",
+                                               "package:2 core:2 pu:1"))
+    wrapper.chmod(0o755)
+    exe = mpi.binary(flavour, "test-coll_check")
+    options = ["--algorithms", "shared_memory", "--counts", "40001", "--cases", "quick",
+               "--roots", "ends", "--comms", "world"]
+    r = mpi.run(flavour, 4, [str(wrapper), exe, *options], timeout=120,
+                env=dict(os.environ, MPIOPT_VERBOSE="1", HALF="2"))
+    assert_all_checks_passed(r, 4)
+    assert "the ranks see different node groups" in r.stderr, r.stderr[-2000:]
+    r = run_checker(flavour, 4, options, env=grouped_env(4, MPIOPT_SHM_GROUPS="0"))
+    assert_all_checks_passed(r, 4)
+    assert STAGES_LINE.findall(r.stderr) == [("4", "flat")], r.stderr[-2000:]
+
+
 # ---- auto's measured choice (src/coll/select/measured.c) ----
 
 MEASURED = re.compile(r"^mpiopt: allreduce p=(\d+) bytes<=(\d+): measured (.*), chose (\w+)$", re.M)

@@ -465,26 +465,43 @@ __attribute__((constructor)) static void register_window_free(void)
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f)
 {
-    int levels, p2 = mpiopt_pow2_floor(c->size, &levels), surplus = c->size - p2;
-    size_t bytes = count * c->extent;
     if (c->size == 2)
         return mpiopt_coll_reduce3(c, in[0], in[1], buf, count);
+    return mpiopt_shm_reduce_virtual(c, in, 0, mpiopt_pow2_floor(c->size, NULL), buf, count, f);
+}
+
+int mpiopt_shm_reduce_virtual(const mpiopt_coll *c, const char *const *in, int v0, int n,
+                              void *buf, size_t count, const fold_space *f)
+{
+    int surplus = c->size - mpiopt_pow2_floor(c->size, NULL);
+    size_t bytes = count * c->extent;
     char **value = f->value;
     /* without it this rank still takes part (copies, publishes), so the others finish */
     int rc = f->scratch && value ? MPI_SUCCESS : MPI_ERR_NO_MEM;
-    for (int g = 0; rc == MPI_SUCCESS && g < p2; g++) {   /* the virtual ranks after the fold */
+    for (int g = 0; rc == MPI_SUCCESS && g < n; g++) {    /* the virtual ranks after the fold */
+        int v = v0 + g;
         value[g] = f->scratch + (size_t)g * bytes;
-        if (g < surplus)
-            rc = mpiopt_coll_reduce3(c, in[2 * g], in[2 * g + 1], value[g], count);
+        if (v < surplus)
+            rc = mpiopt_coll_reduce3(c, in[2 * v], in[2 * v + 1], value[g], count);
         else
-            memcpy(value[g], in[g + surplus], bytes);
+            memcpy(value[g], in[v + surplus], bytes);
     }
-    for (int step = 1; rc == MPI_SUCCESS && step < p2; step *= 2)
-        for (int g = 0; rc == MPI_SUCCESS && g < p2; g += 2 * step) {
+    char *whole = NULL;
+    if (rc == MPI_SUCCESS)
+        rc = mpiopt_shm_bracket(c, value, n, count, &whole);
+    if (rc == MPI_SUCCESS)
+        memcpy(buf, whole, bytes);
+    return rc;
+}
+
+int mpiopt_shm_bracket(const mpiopt_coll *c, char **value, int n, size_t count, char **result)
+{
+    int rc = MPI_SUCCESS;
+    for (int step = 1; rc == MPI_SUCCESS && step < n; step *= 2)
+        for (int g = 0; rc == MPI_SUCCESS && g < n; g += 2 * step) {
             rc = mpiopt_coll_reduce_left(c, value[g], value[g + step], count);  /* lower op higher */
             value[g] = value[g + step];
         }
-    if (rc == MPI_SUCCESS)
-        memcpy(buf, value[0], bytes);
+    *result = value[0];
     return rc;
 }

@@ -60,6 +60,9 @@ typedef struct {
                                          * other rank's stage for it any more */
     _Alignas(64) uint64_t in_half;      /* p = 2 allreduce (staged.c): 2 * chunk - 1 once the
                                          * first half of its input is in `in`, 2 * chunk both */
+    _Alignas(64) uint64_t result_chunk; /* p > 2 allreduce by the node's groups
+                                         * (staged_groups.c): the chunk whose share of the
+                                         * whole result is in `out`, after the group's partial */
     _Alignas(64) char in[STAGE_BYTES];
     _Alignas(64) char out[STAGE_BYTES];
 } stage;
@@ -150,6 +153,11 @@ struct mpiopt_node_window {
      * other rank's, the same on both ranks, and whether its reuse must first wait for the other
      * rank (staged.c's PAIR_TURN_* bits) */
     unsigned char pair_turn[MAX_STAGES];
+    /* staged_groups.c: the virtual ranks of a group of the node (a power of two, >= 2), 1 where
+     * the allreduce takes the flat stages, 0 not yet known; and the chunk each stage carried in
+     * that way last (its reuse waits only for the ranks that read it then) */
+    int stage_group;
+    uint64_t grouped_chunk[MAX_STAGES];
     slot *mine;
     slot **all;                     /* every rank's slot, mapped here */
     struct mpiopt_shm_tree *tree;   /* tree.c's shape and state, made at its first call */
@@ -251,6 +259,23 @@ static inline void mpiopt_shm_copy(void *dst, const void *src, size_t n)
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f);
 
+/* staged.c's pieces for staged_groups.c: a stage to write for `chunk` once every other rank is
+ * done with what it carried before, and the room to reduce inputs (free_fold gives it back) */
+stage *mpiopt_shm_stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s);
+int mpiopt_shm_make_fold(const mpiopt_coll *c, size_t elements, fold_space *f);
+void mpiopt_shm_free_fold(fold_space *f);
+/* The same over the virtual ranks [v0, v0 + n) only (recursive doubling's: the first 2 * surplus
+ * ranks fold in pairs; n a power of two, v0 a multiple of n): a block of the whole's brackets,
+ * whose n-th parts the whole then brackets again (staged_groups.c) */
+int mpiopt_shm_reduce_virtual(const mpiopt_coll *c, const char *const *in, int v0, int n,
+                              void *buf, size_t count, const fold_space *f);
+/* The bracket of recursive doubling over n values (n a power of two; value[g] are n pieces of
+ * `count` elements, overwritten), lower op higher; *result: where the whole is */
+int mpiopt_shm_bracket(const mpiopt_coll *c, char **value, int n, size_t count, char **result);
+/* An allreduce at p > 2 through the stages by the node's groups (staged_groups.c): *done 0 where
+ * it takes the flat stages instead (collective at the first call: the node's groups, agreed) */
+int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
+                                 size_t count, int *done);
 /* An allreduce of `count` elements in chunks through the ranks' stages (staged.c) */
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count);

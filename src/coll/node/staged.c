@@ -270,6 +270,9 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
 {
     if (c->size == 2)
         return allreduce_pair(c, w, in, out, count);
+    int grouped, grouped_rc = mpiopt_shm_grouped_allreduce(c, w, in, out, count, &grouped);
+    if (grouped)
+        return grouped_rc;
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
     fold_space f;
@@ -435,5 +438,20 @@ int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in,
         post(&mine->done_chunk, piece.chunk);
     }
     return rc;
+}
+
+stage *mpiopt_shm_stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s)
+{
+    return stage_for(c, w, chunk, s);
+}
+
+int mpiopt_shm_make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
+{
+    return make_fold(c, elements, f);
+}
+
+void mpiopt_shm_free_fold(fold_space *f)
+{
+    free_fold(f);
 }
 #endif

@@ -15,6 +15,23 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "coll/node/topology.h"
+
+int mpiopt_node_all_agree(const mpiopt_coll *c, const int *mine, int n, int *least)
+{
+    int both[2 * MPIOPT_AGREE_MAX], all[2 * MPIOPT_AGREE_MAX], same = 1;
+    if (n > MPIOPT_AGREE_MAX)
+        return 0;
+    for (int i = 0; i < n; i++)
+        both[i] = mine[i], both[n + i] = -mine[i];
+    if (PMPI_Allreduce(both, all, 2 * n, MPI_INT, MPI_MIN, c->user_comm) != MPI_SUCCESS)
+        return 0;
+    for (int i = 0; i < n; i++) {
+        same &= all[i] == -all[n + i];
+        if (least)
+            least[i] = all[i];
+    }
+    return same;
+}
 #ifdef MPIOPT_HAVE_HWLOC
 #include <hwloc.h>
 

@@ -14,4 +14,13 @@
  * allgather of each rank's core) where the build has hwloc, no communication where not. */
 int mpiopt_node_topology_groups(const mpiopt_coll *c, int *groups);
 
+/* Whether every rank of c holds the same n ints (n <= MPIOPT_AGREE_MAX; collective on
+ * c->user_comm: one allreduce of them and their negations, MPI_MIN of both); *least (n ints, or
+ * NULL) gets the least of each. Each rank reads the node from its own view (HWLOC_SYNTHETIC,
+ * HWLOC_XMLFILE or a cpuset can differ between ranks), and ranks that build different shapes
+ * wait on lines nobody writes: a shape is taken only where this says all agree. 0 where the
+ * allreduce failed. */
+#define MPIOPT_AGREE_MAX 8
+int mpiopt_node_all_agree(const mpiopt_coll *c, const int *mine, int n, int *least);
+
 #endif

@@ -193,36 +193,23 @@ static void say_shape(const mpiopt_coll *c, const shm_tree *t, const int *groups
 }
 
 /* Every rank must build the same tree, or one waits on a line no other rank writes: the shape
- * comes from each rank's own view (its hwloc topology, which HWLOC_SYNTHETIC, HWLOC_XMLFILE or a
- * cpuset can make differ between ranks; its MPIOPT_SHM_TREE_RADIX). One allreduce of the view and
- * its negation (MPI_MIN of both: the least and the greatest) finds whether all ranks agree; where
- * they do not, every rank takes the same fallback: no node groups and the smallest radix, and
- * MPIOPT_VERBOSE says so. Returns the groups' count and sets *radix. */
+ * comes from each rank's own view (its hwloc topology; its MPIOPT_SHM_TREE_RADIX). Where the
+ * ranks do not agree (mpiopt_node_all_agree), every rank takes the same fallback: no node groups
+ * and the least radix, and MPIOPT_VERBOSE says so. Returns the groups' count and sets *radix. */
 static int agreed_shape(const mpiopt_coll *c, int *groups, int ngroups, int *radix)
 {
     enum { N = MPIOPT_TOPOLOGY_MAX_GROUPS + 2 };
-    int mine[2 * N] = {0}, all[2 * N];
-    mine[0] = ngroups;
-    mine[1] = *radix;
+    _Static_assert(N <= MPIOPT_AGREE_MAX, "the shape is agreed in one allreduce");
+    int mine[N] = {ngroups, *radix}, least[N] = {0, 2};    /* 2: where no agreement was had */
     for (int i = 0; i < ngroups; i++)
         mine[2 + i] = groups[i];
-    for (int i = 0; i < N; i++)
-        mine[N + i] = -mine[i];
-    if (PMPI_Allreduce(mine, all, 2 * N, MPI_INT, MPI_MIN, c->user_comm) != MPI_SUCCESS) {
-        *radix = 2;     /* no agreement to be had: the plainest tree */
-        return 0;
-    }
-    int same = 1;
-    for (int i = 0; i < N; i++)
-        same &= all[i] == -all[N + i];
-    if (same)
+    if (mpiopt_node_all_agree(c, mine, N, least))
         return ngroups;
-    *radix = all[1];
+    *radix = least[1];
     if (c->rank == 0 && mpiopt_verbose())
         fprintf(stderr, "mpiopt: shared_memory tree on %d ranks: the ranks see different node "
-                "shapes (node groups %d to %d levels, radix %d to %d: HWLOC_* or the cpusets "
-                "differ between ranks); every rank builds the tree without node groups, radix "
-                "%d\n", c->size, all[0], -all[N], all[1], -all[N + 1], all[1]);
+                "shapes (HWLOC_*, the cpusets or MPIOPT_SHM_TREE_RADIX differ between ranks); "
+                "every rank builds the tree without node groups, radix %d\n", c->size, *radix);
     return 0;
 }
 
