@@ -83,6 +83,14 @@ class CostModel:
                  self.seconds(n, 8, 8, 1e-6, 2.5e-10, 1e-10, ranks_per_node=2) is not None)]
 
     @property
+    def one_node_algorithms(self) -> list[str]:
+        """The algorithms the model prices only where every rank is on one node
+        (ranks_per_node >= p): `shared_memory`'s large allreduces through its stages. Not among
+        `algorithms`, which `mpiopt simulate` runs (SMPI has no shared memory)."""
+        return [n for n in self.ids if n not in self.algorithms and n not in ("auto", "vendor")
+                and self.seconds(n, 8, 1 << 20, 1e-6, 2.5e-10, 1e-10, ranks_per_node=8) is not None]
+
+    @property
     def flat_algorithms(self) -> list[str]:
         """The algorithms priced with one level (every rank a node of its own): `algorithms`
         without those that need ranks sharing nodes (`hierarchical`)."""
@@ -117,7 +125,7 @@ def predictions(model: CostModel, ranks: list[int], sizes: list[int], alpha: flo
     for p in ranks:
         for n in sizes:
             group = []
-            for alg in model.algorithms:
+            for alg in model.algorithms + model.one_node_algorithms:
                 t = model.seconds(alg, p, n, alpha, beta, gamma, reduce, exchange, **(levels or {}))
                 if t is not None:
                     group.append({"algorithm": alg, "ranks": p, "bytes": n, "seconds": t})

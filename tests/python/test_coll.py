@@ -538,6 +538,23 @@ def test_grouped_stages_have_the_bits_of_recursive_doubling(flavour, p):
     assert STAGES_LINE.findall(r.stderr) == [(str(p), GROUPED_SHAPES[p])], r.stderr[-2000:]
 
 
+def test_auto_takes_the_stages_for_large_allreduces_on_one_node():
+    """Without rows for p = 6, calls from 64 KiB are the cost model's, which prices shared_memory's
+    stages (shared_memory_cost.c) below every point-to-point algorithm on one node; below 64 KiB
+    the vendor's."""
+    flavour = "openmpi"
+    require_build(flavour)
+    r = run_checker(flavour, 6, ["--algorithms", "auto", "--counts", "1000,40001", "--cases",
+                                 "quick", "--comms", "world", "--reduce", "0"],
+                    env=grouped_env(6))
+    assert_all_checks_passed(r, 6)
+    lines = verbose_lines(r.stderr)
+    assert any(l.startswith("mpiopt: allreduce p=6 bytes<=262144") and l.endswith(": shared_memory")
+               for l in lines), lines
+    assert any(l.startswith("mpiopt: allreduce p=6 bytes<=4096") and l.endswith(": vendor")
+               for l in lines), lines
+
+
 @pytest.mark.parametrize("flavour", mpi.FLAVOURS)
 def test_grouped_stages_need_every_rank_to_agree(flavour, tmp_path):
     """Half the ranks see packages of 2 cores, half this machine (no groups): the flat stages on

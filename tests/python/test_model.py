@@ -53,6 +53,28 @@ def test_latency_and_bandwidth_regimes_pick_different_algorithms():
 
 
 @needs_build
+def test_shared_memory_is_priced_only_for_staged_allreduces_on_one_node():
+    """shared_memory_cost.c: an allreduce of at least 8193 bytes at p >= 3 whose ranks are all on
+    one node: 4 handovers of 160 ns a 64 KiB chunk, (2 + (p-1)/p) n copies at beta/2 and
+    (p-1)/p n reduced; unpriced across nodes, at p = 2, for small calls and for reduces."""
+    model = CostModel()
+    a, b, g = 1e-6, 2.5e-10, 1e-10
+    for p, n in ((8, 1 << 20), (64, 65536), (5, 100000)):
+        share = (p - 1) / p
+        expected = 4 * math.ceil(n / 65536) * 160e-9 + (2 + share) * n * b / 2 + share * n * g
+        got = model.seconds("shared_memory", p, n, a, b, g, ranks_per_node=p)
+        assert got == pytest.approx(expected, rel=1e-12), (p, n)
+        assert got < model.seconds("rabenseifner", p, n, a, b, g, ranks_per_node=p)
+    assert model.seconds("shared_memory", 8, 1 << 20, a, b, g, ranks_per_node=4) is None
+    assert model.seconds("shared_memory", 8, 1 << 20, a, b, g) is None      # layout unknown
+    assert model.seconds("shared_memory", 2, 1 << 20, a, b, g, ranks_per_node=2) is None
+    assert model.seconds("shared_memory", 8, 8192, a, b, g, ranks_per_node=8) is None
+    assert model.seconds("shared_memory", 8, 1 << 20, a, b, g, reduce=True, ranks_per_node=8) is None
+    assert "shared_memory" in model.one_node_algorithms
+    assert "shared_memory" not in model.algorithms      # `mpiopt simulate` does not run it
+
+
+@needs_build
 def test_cost_grows_with_alpha_and_a_single_process_costs_nothing():
     model = CostModel()
     t1 = model.seconds("binomial", 64, 1024, 1e-6, 1e-10, 0)

@@ -145,6 +145,8 @@ def run(args) -> int:
 
     console = report_console()
     columns = model.algorithms if two_levels else model.flat_algorithms
+    # shared_memory where some p fits on one node (a tuning file's ranks_per_node >= p)
+    columns += [a for a in model.one_node_algorithms if any(r["algorithm"] == a for r in rows)]
     for p in args.ranks:
         _print_table(console, [r for r in rows if r["ranks"] == p], columns, titles[p])
     return 0
