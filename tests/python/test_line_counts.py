@@ -124,13 +124,14 @@ def test_default_takes_the_tree_where_its_model_prices_it_lower(counting_build, 
 
 
 def test_line_model_fits_p2_and_prices_the_paths():
-    """bench/line_model.py: the fit reproduces the two p = 2 timings it was given, and the
+    """bench/line_model.py: the fit reproduces the two p = 2 timings it was given (and only
+    those: the others are held out, priced from the fit and compared), and the
     tree's price counts two handovers a level, the flat path's one (two from 4 KiB at p > 2)."""
     spec = importlib.util.spec_from_file_location("line_model",
                                                   mpi.repo_root() / "bench" / "line_model.py")
     model = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(model)
-    counts = {8: {"read_max": 2.0}, 4096: {"read_max": 75.0}}
+    counts = {8: {"read_max": 2.0, "socket_per_call": 0.0}, 4096: {"read_max": 75.0, "socket_per_call": 0.0}}
     times = {8: 0.30e-6, 4096: 1.33e-6}
     L = 0.16e-6
     C, s = model.fit(counts, times, L)
@@ -139,6 +140,16 @@ def test_line_model_fits_p2_and_prices_the_paths():
                                                       "socket_per_call": 0.0})
         assert (h, x, hx) == (1, 0.0, 0)
         assert abs(model.model_seconds(C, L, s, h, r, x, hx) - times[n]) < 1e-12
+    # the sizes between are held out: priced from the fit alone, whatever their timing says
+    counts[512] = {"read_max": 10.0, "socket_per_call": 0.0}
+    for held_out_time in (0.60e-6, 60e-6):
+        times[512] = held_out_time
+        rows = {row["bytes"]: row for row in model.p2_rows(counts, times, C, L, s)}
+        assert [rows[n]["path"] for n in (8, 512, 4096)] == \
+            ["p = 2 (fitted)", "p = 2 (held out)", "p = 2 (fitted)"]
+        assert rows[512]["model_us"] == pytest.approx((C + L + 9 * s) * 1e6)
+        assert rows[512]["measured_over_model"] == pytest.approx(held_out_time / (C + L + 9 * s))
+        assert rows[8]["measured_over_model"] == pytest.approx(1.0)
     tree = {"read_max": 12.0, "socket_per_call": 2.0, "radix": [4, 4, 2, 2]}
     assert model.path_terms(64, 8, "tree", tree) == (8, 12.0 + 4, 2.0, 2)
     flat = {"read_max": 315.0, "socket_per_call": 64 * 159.5}
