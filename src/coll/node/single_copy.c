@@ -41,7 +41,6 @@
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #endif
-#include <time.h>
 
 #ifndef SMPI_SAMPLE_FLOPS
 /* A rank's share is read and reduced in chunks of the others' inputs that fit, all p of them,
@@ -116,13 +115,6 @@ static int write_remote(int64_t pid, void *remote, const void *local, size_t n)
  * speed or better (the comment at the top) */
 #define DIRECT_MIN_SPEED 0.5
 
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Yama's ptrace_scope 1 lets a process read only its descendants' memory unless they allow it:
  * each rank allows every process of its user, as Open MPI's vader/sm transports do (the ranks'
  * uid is the same; the kernel's other checks still apply). Returns what it did, for
@@ -182,16 +174,16 @@ static double remote_read_speed(const mpiopt_coll *c, node_window *w)
     }
     memset(to, 0, CALIBRATION_BYTES);   /* no page faults timed */
     for (int k = 0; k < CALIBRATION_READS; k++) {
-        double t0 = seconds();
+        double t0 = PMPI_Wtime();
         if (read_remote(next->pid, to, next->calibration + (size_t)k * CALIBRATION_BYTES,
                         CALIBRATION_BYTES) != MPI_SUCCESS) {
             free(to);
             return 0;
         }
-        double t1 = seconds();
+        double t1 = PMPI_Wtime();
         memcpy(to, w->calibration + (size_t)k * CALIBRATION_BYTES, CALIBRATION_BYTES);
         __asm__ volatile("" : : "r"(to) : "memory");    /* the copy is kept */
-        double t2 = seconds();
+        double t2 = PMPI_Wtime();
         best_read = k == 0 || t1 - t0 < best_read ? t1 - t0 : best_read;
         best_copy = k == 0 || t2 - t1 < best_copy ? t2 - t1 : best_copy;
     }
@@ -212,15 +204,14 @@ int mpiopt_shm_direct_agree(const mpiopt_coll *c, node_window *w)
             can = read_remote(w->all[r]->direct.pid, &seen, w->all[r]->direct.probe, sizeof seen)
                       == MPI_SUCCESS && seen == probe_word;
     }
-    double speed = can && c->size > 1 ? remote_read_speed(c, w) : 0;
-    /* every rank must be able to, and the slowest rank's measure decides */
-    int all_can = 0;
-    int rc = PMPI_Allreduce(&can, &all_can, 1, MPI_INT, MPI_MIN, c->user_comm);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Allreduce(MPI_IN_PLACE, &speed, 1, MPI_DOUBLE, MPI_MIN, c->user_comm);
-    free(w->calibration);   /* every rank has read its piece: the allreduces are after the reads */
+    /* every rank must be able to, and the slowest rank's measure decides: one allreduce of the
+     * measure, -1 where a rank cannot read the others */
+    double speed = !can ? -1 : c->size > 1 ? remote_read_speed(c, w) : 0;
+    int rc = PMPI_Allreduce(MPI_IN_PLACE, &speed, 1, MPI_DOUBLE, MPI_MIN, c->user_comm);
+    free(w->calibration);   /* every rank has read its piece: the allreduce is after the reads */
     w->calibration = NULL;
-    w->direct = rc == MPI_SUCCESS && all_can;
+    w->direct = rc == MPI_SUCCESS && speed >= 0;
+    speed = speed < 0 ? 0 : speed;
     w->direct_allreduce = w->direct && (setting == 2 || speed >= DIRECT_MIN_SPEED);
     if (c->rank == 0 && mpiopt_verbose() && setting != 0)
         fprintf(stderr, "mpiopt: shared_memory single copy on %d ranks: %s; allreduce %s "
