@@ -14,7 +14,10 @@ C = max(64, p) cores; rank r on core r), and prints per rank count and size:
 
 With --algorithms (large messages, issue 68), one run per algorithm forced with
 MPIOPT_ALLREDUCE (MPIOPT_REDUCE with --reduce): shared_memory (single copy off,
-MPIOPT_SHM_SINGLE_COPY=0, so that a large call goes through the stages, staged.c), ring,
+MPIOPT_SHM_SINGLE_COPY=0, and a node budget that affords the stages, MPIOPT_SHM_NODE_BYTES =
+max(64 MiB, p x 2 MiB): so that a large call goes through the stages, staged.c; the default
+64 MiB leaves no stages from p = 64, and the calls then go through the slots' 8 KiB buffers,
+whose lines count once a call: the table marks such a row "(slots)"; --default-budget), ring,
 rabenseifner, recursive_doubling; default ranks 16,64,128 and sizes 64 KiB, 256 KiB, 1 MiB. Per
 rank count, size and algorithm:
 
@@ -23,12 +26,14 @@ rank count, size and algorithm:
                         line 64 bytes, every read of a stage), for the others the bytes of the
                         messages it receives
   NUMA/call, socket/call  of those, the bytes from another NUMA node / package, summed over ranks
-  flags read, written/rank  shared_memory's flag lines a rank reads (waits) and writes (posts)
+  window lines read/rank  shared_memory's lines a rank reads that are not stage data: the
+                        stages' flags it waits for (every read), and the slots' lines
+  flags written/rank    shared_memory's flag lines a rank writes (posts)
 
 Each figure is per call after the first (the first builds the window and the tree). Counted at
 the source, not timed: on Open MPI oversubscribed (waits yield), so it runs on any machine,
-slowly at 128 ranks; keep --calls small (one cell of 128 ranks at 1 MiB with --calls 3 takes
-about a minute on 2 cores). docs/shared_memory_lines.md has the tables. --node full describes a
+slowly at 128 ranks; keep --calls small (a cell of 128 ranks at 1 MiB with --calls 3 took
+77 s for shared_memory through the stages and 279 s for ring on 2 cores, another job running). docs/shared_memory_lines.md has the tables. --node full describes a
 node the ranks fill (p / 4 cores a NUMA node) instead of the 64-core default, on which up to 32
 ranks share one package.
 
@@ -160,8 +165,20 @@ def large_summary(ranks: list[dict], kind: str = "allreduce") -> dict:
                                         "message_socket_bytes") for k in per),
             "stage_lines_mean": sum(steady(k, "stage_lines") for k in per) / len(per),
             "message_bytes_mean": sum(steady(k, "message_bytes") for k in per) / len(per),
-            "flags_read_mean": sum(steady(k, "lines_read") for k in per) / len(per),
+            "window_lines_mean": sum(steady(k, "lines_read") for k in per) / len(per),
             "flags_mean": sum(steady(k, "flag_lines_written") for k in per) / len(per)}
+
+
+def stage_budget(p: int) -> str:
+    """MPIOPT_SHM_NODE_BYTES that gives p ranks their stages: each rank's share of the node's
+    budget is budget / p, and its stages (at least 4 of 128 KiB and 4 flag lines,
+    node_window.c's MIN_STAGES) may take half of it; the library's 64 MiB where that is more."""
+    return str(max(64 << 20, p * (2 << 20)))
+
+
+def through(row: dict) -> str:
+    """What a shared_memory row's calls went through: the stages, or the slots' buffers"""
+    return "stages" if row["stage_lines_mean"] > 0 else "slots"
 
 
 def bytes_name(v: float) -> str:
@@ -175,16 +192,17 @@ def bytes_name(v: float) -> str:
 def large_table(rows: list[dict]) -> str:
     """A Markdown table: per p, size and algorithm, a row of the large-message figures."""
     head = ["p", "size", "algorithm", "read/rank mean", "read/rank max", "NUMA bytes/call",
-            "socket bytes/call", "flag lines read/rank", "flag lines written/rank"]
+            "socket bytes/call", "window lines read/rank", "flag lines written/rank"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     fmt = lambda v: f"{v:.0f}" if abs(v - round(v)) < 0.05 else f"{v:.1f}"
     order = {a: i for i, a in enumerate(ALGORITHMS)}
     for r in sorted(rows, key=lambda r: (r["p"], r["bytes"], order.get(r["algorithm"], 99))):
         lines.append("| " + " | ".join(
-            [str(r["p"]), size_name(r["bytes"]), r["algorithm"]] +
+            [str(r["p"]), size_name(r["bytes"]),
+             r["algorithm"] + (" (slots)" if r.get("through") == "slots" else "")] +
             [bytes_name(r[k]) for k in ("read_mean", "read_max", "numa_per_call",
                                         "socket_per_call")] +
-            [fmt(r["flags_read_mean"]), fmt(r["flags_mean"])]) + " |")
+            [fmt(r["window_lines_mean"]), fmt(r["flags_mean"])]) + " |")
     return "\n".join(lines)
 
 
@@ -227,6 +245,8 @@ def main(argv=None) -> int:
     ap.add_argument("--node", default="default",
                     help="the described node: default (2 packages, 4 NUMA nodes, max(64, p) "
                          "cores), full (p cores) or a HWLOC_SYNTHETIC string")
+    ap.add_argument("--default-budget", action="store_true",
+                    help="--algorithms: keep the library's node budget (no stages from p = 64)")
     ap.add_argument("--calls", type=int, default=20, help="calls a run (default 20)")
     ap.add_argument("--reduce", action="store_true", help="reduces to rank 0, not allreduces")
     ap.add_argument("--flavour", default="openmpi", help="the MPI (default openmpi)")
@@ -256,14 +276,20 @@ def main(argv=None) -> int:
                 for alg in algorithms:
                     # single copy off: the stages are what shared_memory's large calls are
                     # counted through (single_copy.c's reads are system calls, uncounted)
-                    env = {"HWLOC_SYNTHETIC": node,
-                           **({"MPIOPT_SHM_SINGLE_COPY": "0"} if alg == "shared_memory" else {})}
+                    env = {"HWLOC_SYNTHETIC": node}
+                    if alg == "shared_memory":
+                        env["MPIOPT_SHM_SINGLE_COPY"] = "0"
+                        if not a.default_budget:
+                            env["MPIOPT_SHM_NODE_BYTES"] = stage_budget(p)
                     start = time.monotonic()
                     ranks = run(p, nbytes, "default", a.calls, a.flavour, a.reduce, out,
                                 env=env, algorithm=alg)
                     seconds = time.monotonic() - start
-                    rows.append({"p": p, "bytes": nbytes, "algorithm": alg, "topology": node,
-                                 "seconds": round(seconds, 1), **large_summary(ranks, kind)})
+                    row = {"p": p, "bytes": nbytes, "algorithm": alg, "topology": node,
+                           "seconds": round(seconds, 1), **large_summary(ranks, kind)}
+                    if alg == "shared_memory":
+                        row["through"] = through(row)
+                    rows.append(row)
                     if not a.json:
                         print(f"  p={p} {size_name(nbytes)} {alg}: {seconds:.0f} s",
                               file=sys.stderr)
