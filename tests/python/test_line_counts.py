@@ -160,8 +160,9 @@ STAGE_BYTES = 64 << 10
 
 def large_counts(build, p, nbytes, algorithm):
     """Every rank's allreduce counts with `algorithm` forced (shared_memory: single copy off, so
-    the call goes through the stages)."""
-    env = {"HWLOC_SYNTHETIC": LARGE_NODE, "MPIOPT_SHM_SINGLE_COPY": "0"}
+    the call goes through the stages, and the flat stages, not the node's groups where they are
+    built in: MPIOPT_SHM_GROUPS=0, what the flat test below derives)."""
+    env = {"HWLOC_SYNTHETIC": LARGE_NODE, "MPIOPT_SHM_SINGLE_COPY": "0", "MPIOPT_SHM_GROUPS": "0"}
     ranks = line_counts.run(p, nbytes, "default", LARGE_CALLS, out=build, env=env,
                             algorithm=algorithm)
     for r in ranks:
