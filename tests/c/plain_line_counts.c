@@ -23,6 +23,10 @@ int main(int argc, char **argv)
     int reduce = argc > 3 && !strcmp(argv[3], "reduce");
     n = n < 1 ? 1 : n;
     double *in = malloc(sizeof *in * (size_t)n), *out = malloc(sizeof *out * (size_t)n);
+    if (!in || !out) {      /* bench/line_counts.py asks for up to 1 MiB; a bad size says so */
+        fprintf(stderr, "plain_line_counts: no room for %d doubles\n", n);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     for (int k = 0; k < calls && !bad; k++) {
         /* element i of rank r in call k: r + i + k, exact in a double: the sum is
          * p (p - 1) / 2 + p (i + k) */

@@ -11,7 +11,10 @@ others' shares. The described node (HWLOC_SYNTHETIC, rank r on core r) puts two 
 node and four on a package, so each crossing is counted too. The tree (tree.c) reads its
 children's lines and its parent's result: at most (radix - 1) a level and one, each a line (and
 the payload's lines after it above TREE_INLINE_BYTES), and a line crosses the sockets once a
-socket up and once down."""
+socket up and once down.
+
+Large messages (issue 68), at p = 4 on a node of two 2-core packages: the ring's, recursive
+doubling's and the flat stages' (staged.c) bytes and lines a call, from their designs exactly."""
 from __future__ import annotations
 
 import importlib.util
@@ -154,3 +157,103 @@ def test_line_model_fits_p2_and_prices_the_paths():
     assert model.path_terms(64, 8, "tree", tree) == (8, 12.0 + 4, 2.0, 2)
     flat = {"read_max": 315.0, "socket_per_call": 64 * 159.5}
     assert model.path_terms(64, 4096, "flat", flat) == (2, 315.0, 159.5, 1)
+
+
+# Large messages (issue 68): the stages' lines (staged.c) and the point-to-point algorithms'
+# messages (src/coll/engine/p2p.c), counted at p = 4 on a node whose two packages each hold two
+# of the ranks (package = NUMA node = r // 2), so that every figure has a part that crosses.
+LARGE_NODE = "package:2 numa:1 core:2 pu:1"
+LARGE_CALLS = 3
+LARGE_BYTES = 256 << 10         # of doubles: 4 of the stages' 64 KiB chunks
+DOUBLE = 8
+STAGE_BYTES = 64 << 10
+
+
+def large_counts(build, p, nbytes, algorithm):
+    """Every rank's allreduce counts with `algorithm` forced (shared_memory: single copy off, so
+    the call goes through the stages, and the flat stages, not the node's groups where they are
+    built in: MPIOPT_SHM_GROUPS=0, what the flat test below derives)."""
+    env = {"HWLOC_SYNTHETIC": LARGE_NODE, "MPIOPT_SHM_SINGLE_COPY": "0", "MPIOPT_SHM_GROUPS": "0"}
+    ranks = line_counts.run(p, nbytes, "default", LARGE_CALLS, out=build, env=env,
+                            algorithm=algorithm)
+    for r in ranks:
+        assert (r["cores"], r["cores_per_numa"], r["cores_per_package"]) == (4, 2, 2), r
+        assert r["allreduce"]["calls"] == LARGE_CALLS, r
+    return ranks
+
+
+def every_call(kind: dict, field: str) -> int:
+    """`field` of one call, asserted the same in the first call and in every call after"""
+    first = kind["first"][field]
+    assert kind[field] == LARGE_CALLS * first, (field, kind)
+    return first
+
+
+def ring_block(count: int, p: int, b: int) -> int:
+    """Elements of the ring's block b (ring.c's mpiopt_ring_block: the first count % p blocks
+    one longer)"""
+    return count // p + (1 if b < count % p else 0)
+
+
+def test_ring_receives_its_blocks_from_the_left(counting_build):
+    """ring.c: p - 1 steps of reduce-scatter, block (r - s - 1) mod p from the left at step s,
+    and p - 1 of allgather, block (r - s) mod p: each rank receives
+    2 (p - 1) / p of the vector, all of it from rank r - 1, across the packages where r - 1 is
+    in the other one (ranks 0 and 2 here)."""
+    p, count = 4, LARGE_BYTES // DOUBLE
+    for r in large_counts(counting_build, p, LARGE_BYTES, "ring"):
+        me, k = r["comm_rank"], r["allreduce"]
+        left = (me - 1) % p
+        blocks = [(me - s - 1) % p for s in range(p - 1)] + [(me - s) % p for s in range(p - 1)]
+        want = DOUBLE * sum(ring_block(count, p, b) for b in blocks)
+        assert want == 2 * (p - 1) * LARGE_BYTES // p
+        cross = want if left // 2 != me // 2 else 0
+        assert (every_call(k, "message_bytes"), every_call(k, "message_numa_bytes"),
+                every_call(k, "message_socket_bytes")) == (want, cross, cross), (me, r)
+        assert every_call(k, "stage_lines") == every_call(k, "lines_read") == 0, r
+
+
+def test_recursive_doubling_swaps_the_whole_vector_each_step(counting_build):
+    """recursive_doubling.c: log2 p steps, at step i the whole vector from rank r xor 2^i; the
+    step with r xor 2 is the one across the packages."""
+    p = 4
+    for r in large_counts(counting_build, p, LARGE_BYTES, "recursive_doubling"):
+        me, k = r["comm_rank"], r["allreduce"]
+        partners = [me ^ (1 << i) for i in range(p.bit_length() - 1)]
+        cross = LARGE_BYTES * sum(1 for o in partners if o // 2 != me // 2)
+        assert cross == LARGE_BYTES
+        assert (every_call(k, "message_bytes"), every_call(k, "message_socket_bytes"),
+                every_call(k, "message_numa_bytes")) == \
+            (len(partners) * LARGE_BYTES, cross, cross), (me, r)
+
+
+def share_of(m: int, r: int, p: int) -> tuple[int, int]:
+    """staged.c's share_of: (first, n) elements of rank r's share of a chunk of m"""
+    first = m * r // p
+    return first, m * (r + 1) // p - first
+
+
+def test_flat_stages_read_each_share_of_every_chunk(counting_build):
+    """staged.c's flat allreduce (p > 2), each 64 KiB chunk: a rank reads its share of the p - 1
+    other ranks' inputs in their stages (`in`, from its share's first byte) and then their
+    shares of the result (`out`, from the stage's start); every read counts, each chunk anew.
+    Flags: it waits for p - 1 ranks' done, in and out lines a chunk and posts its own three."""
+    p, per_chunk = 4, STAGE_BYTES // DOUBLE
+    count = LARGE_BYTES // DOUBLE
+    chunks = [min(per_chunk, count - at) for at in range(0, count, per_chunk)]
+    for r in large_counts(counting_build, p, LARGE_BYTES, "shared_memory"):
+        me, k = r["comm_rank"], r["allreduce"]
+        lines_of = {o: 0 for o in range(p) if o != me}
+        for m in chunks:
+            first, n = share_of(m, me, p)
+            for o in lines_of:
+                lines_of[o] += lines(first * DOUBLE, (first + n) * DOUBLE)    # reduce
+                lines_of[o] += lines(0, share_of(m, o, p)[1] * DOUBLE)        # gather
+        assert sum(lines_of.values()) == len(chunks) * 2 * (p - 1) * (STAGE_BYTES // p // 64)
+        cross = sum(v for o, v in lines_of.items() if o // 2 != me // 2)
+        assert (every_call(k, "stage_lines"), every_call(k, "stage_numa_lines"),
+                every_call(k, "stage_socket_lines")) == \
+            (sum(lines_of.values()), cross, cross), (me, r)
+        assert every_call(k, "message_bytes") == 0, r
+        assert every_call(k, "flag_lines_written") == 3 * len(chunks), r
+        assert every_call(k, "lines_read") == 3 * (p - 1) * len(chunks), r

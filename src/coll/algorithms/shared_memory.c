@@ -550,9 +550,7 @@ int mpiopt_scan_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int
 
 int mpiopt_allreduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count)
 {
-    MPIOPT_COUNT_BEGIN(ALLREDUCE);
     int done, rc = exchange(c, buf, count, -1, &done);
-    MPIOPT_COUNT_END();
     if (rc != MPI_SUCCESS || done)
         return rc;
     if (count * c->extent >= RABENSEIFNER_FROM_BYTES)
@@ -562,9 +560,7 @@ int mpiopt_allreduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count
 
 int mpiopt_reduce_shared_memory(const mpiopt_coll *c, void *buf, size_t count, int root)
 {
-    MPIOPT_COUNT_BEGIN(REDUCE);
     int done, rc = exchange(c, buf, count, root, &done);
-    MPIOPT_COUNT_END();
     if (rc != MPI_SUCCESS || done)
         return rc;
     /* two ranks: one message, which the root reduces (the same bits: a predefined op's two

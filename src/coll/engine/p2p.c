@@ -21,6 +21,11 @@
 #include "coll/engine/engine.h"
 #include "kernels/node.h"
 #include "coll/engine/schedule.h"
+#include "coll/engine/message_count.h"
+
+#ifdef MPIOPT_COUNT_LINES
+void (*mpiopt_count_message_hook)(int peer, size_t bytes);
+#endif
 
 /* 1 if the MPI library would poll away a core that another rank on this node needs. */
 static int library_polls_oversubscribed(void)
@@ -88,6 +93,8 @@ int mpiopt_irecv(const mpiopt_coll *c, void *buf, size_t n, int src, MPI_Request
 {
     if (c->record)
         return mpiopt_schedule_post(c->record, 0, buf, n, user_rank(c, src), req);
+    /* counted where a blocking call posts it (a schedule's posts run later, uncounted) */
+    MPIOPT_COUNT_MESSAGE(user_rank(c, src), n * c->extent);
     return PMPI_Irecv(buf, (int)n, c->datatype, peer_rank(c, src), c->tag, c->comm, req);
 }
 
@@ -102,9 +109,11 @@ int mpiopt_send(const mpiopt_coll *c, const void *buf, size_t n, int dst)
 
 int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 {
-    if (!mpiopt_yield_when_idle() && !c->record)
+    if (!mpiopt_yield_when_idle() && !c->record) {
+        MPIOPT_COUNT_MESSAGE(user_rank(c, src), n * c->extent);    /* else mpiopt_irecv's */
         return PMPI_Recv(buf, (int)n, c->datatype, peer_rank(c, src), c->tag, c->comm,
                          MPI_STATUS_IGNORE);
+    }
     MPI_Request req;
     int rc = mpiopt_irecv(c, buf, n, src, &req);
     return rc == MPI_SUCCESS ? mpiopt_waitall(c, 1, &req) : rc;
@@ -113,10 +122,12 @@ int mpiopt_recv(const mpiopt_coll *c, void *buf, size_t n, int src)
 int mpiopt_sendrecv(const mpiopt_coll *c, const void *sbuf, size_t sn, int dst, void *rbuf,
                     size_t rn, int src)
 {
-    if (!mpiopt_yield_when_idle() && !c->record)
+    if (!mpiopt_yield_when_idle() && !c->record) {
+        MPIOPT_COUNT_MESSAGE(user_rank(c, src), rn * c->extent);   /* else mpiopt_irecv's */
         return PMPI_Sendrecv(sbuf, (int)sn, c->datatype, peer_rank(c, dst), c->tag, rbuf,
                              (int)rn, c->datatype, peer_rank(c, src), c->tag, c->comm,
                              MPI_STATUS_IGNORE);
+    }
     MPI_Request reqs[2];
     int rc = mpiopt_irecv(c, rbuf, rn, src, &reqs[0]);
     if (rc != MPI_SUCCESS)

@@ -6,6 +6,7 @@
 #include "coll/entry/collective_args.h"
 #include "coll/entry/handoff.h"
 #include "coll/engine/schedule.h"
+#include "coll/node/line_count.h"
 
 int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *recvbuf,
                          int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
@@ -23,7 +24,19 @@ int mpiopt_allreduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
     if (plan->p == 1 || !(alg->flags & MPIOPT_READS_SRC))
         mpiopt_coll_take_input(&c, recvbuf, (size_t)count);
-    return plan->p == 1 ? MPI_SUCCESS : alg->allreduce(&c, recvbuf, (size_t)count);
+    if (plan->p == 1)
+        return MPI_SUCCESS;
+    /* The counting build (line_count.h) counts a blocking call here, the one place every
+     * algorithm is run from, so a forced ring's messages count as the window's lines do; a
+     * recording (nonblocking) call's messages go later, outside the call. */
+    if (!record) {
+        MPIOPT_COUNT_BEGIN(ALLREDUCE);
+        MPIOPT_COUNT_COMM(c.rank, c.size);
+    }
+    int rc = alg->allreduce(&c, recvbuf, (size_t)count);
+    if (!record)
+        MPIOPT_COUNT_END();
+    return rc;
 }
 
 /* Everything but the hand-off to the vendor (handoff.h) of a call planned before. */

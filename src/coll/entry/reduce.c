@@ -6,6 +6,7 @@
 #include "coll/entry/collective_args.h"
 #include "coll/entry/handoff.h"
 #include "coll/engine/schedule.h"
+#include "coll/node/line_count.h"
 
 /* The vendor's reduce, except that MPI_IN_PLACE at a non-zero root is replaced by a copy of the
  * root's data: MPICH 4.0.2 crashes on it. The copy goes through MPI so any datatype works. */
@@ -51,7 +52,14 @@ int mpiopt_reduce_run(const mpiopt_call_plan *plan, const void *sendbuf, void *r
     c.src = sendbuf == MPI_IN_PLACE ? NULL : sendbuf;
     if (plan->p == 1 || !(alg->flags & MPIOPT_REDUCE_READS_SRC))
         mpiopt_coll_take_input(&c, buf, (size_t)count);
+    /* the counting build counts blocking calls here (allreduce.c says why) */
+    if (!record && plan->p > 1) {
+        MPIOPT_COUNT_BEGIN(REDUCE);
+        MPIOPT_COUNT_COMM(c.rank, c.size);
+    }
     int rc = plan->p > 1 ? alg->reduce(&c, buf, (size_t)count, root) : MPI_SUCCESS;
+    if (!record && plan->p > 1)
+        MPIOPT_COUNT_END();
     if (buf != recvbuf)
         mpiopt_scratch_free(buf);
     return rc;

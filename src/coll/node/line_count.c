@@ -22,23 +22,31 @@ static struct {
     uint32_t call;
 } seen[LINES_SEEN_MAX];
 
+/* One call's counts, or their sum over calls */
 typedef struct {
-    uint64_t calls, read, read_max, flags, numa, socket;
-    uint64_t first_read, first_flags, first_numa, first_socket;
+    uint64_t read, flags, numa, socket;             /* slot lines, and the stages' flag lines */
+    uint64_t stage, stage_numa, stage_socket;       /* stage data lines, every read */
+    uint64_t message, message_numa, message_socket; /* bytes received */
+} counts;
+
+typedef struct {
+    uint64_t calls, read_max;
+    counts all, first;
 } totals;
 
 static const char *const kind_name[MPIOPT_COUNT_KINDS] = {"allreduce", "reduce"};
 static totals kinds[MPIOPT_COUNT_KINDS];
 
 static struct {
-    int active, kind, windowed;
+    int active, depth, kind, windowed, received;
     uint32_t number;                /* the calls begun, for `seen` */
-    uint64_t read, flags, numa, socket, seen_used;
+    uint64_t seen_used;
+    counts c;
 } now;
 
-/* the window of the current call */
-static char *const *slots;
-static size_t slot_bytes;
+/* the windows of the current call: the slots and the stages */
+static char *const *slots, *const *stages;
+static size_t slot_bytes, stage_bytes;
 static int size, rank, world_rank = -1, last_size, last_rank;
 
 /* the described node: cores, and cores a NUMA node and a package */
@@ -93,8 +101,14 @@ static void read_topology(void)
         cores_numa = 1;
 }
 
+static void count_message(int peer, size_t bytes);
+
 void mpiopt_count_begin(int kind)
 {
+    if (now.active) {   /* an algorithm run within a counted call: part of that call */
+        now.depth++;
+        return;
+    }
     uint32_t number = now.number + 1;
     if (number == 0)
         number = 1, memset(seen, 0, sizeof seen);
@@ -102,31 +116,130 @@ void mpiopt_count_begin(int kind)
     now.number = number;
     now.active = 1;
     now.kind = kind;
-    slots = NULL;
+    slots = stages = NULL;
+    mpiopt_count_message_hook = count_message;
+}
+
+/* this rank is `me` of p in the current call */
+static void place(int p, int me)
+{
+    if (!topology_read)
+        read_topology();
+    if (world_rank < 0)
+        PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    size = last_size = p;
+    rank = last_rank = me;
+}
+
+void mpiopt_count_comm(int me, int p)
+{
+    if (now.active)
+        place(p, me);
 }
 
 void mpiopt_count_window(void *const *all, size_t bytes, int p, int me)
 {
     if (!now.active)
         return;
-    if (!topology_read)
-        read_topology();
-    if (world_rank < 0)
-        PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    place(p, me);
     slots = (char *const *)all;
     slot_bytes = bytes;
-    size = last_size = p;
-    rank = last_rank = me;
     now.windowed = 1;
 }
 
-/* The rank whose slot holds addr, or -1 */
-static int owner(uintptr_t a)
+void mpiopt_count_stages(void *const *all, size_t bytes, int p, int me)
 {
-    for (int r = 0; r < size; r++)
-        if (a >= (uintptr_t)slots[r] && a < (uintptr_t)slots[r] + slot_bytes)
+    if (!now.active)
+        return;
+    place(p, me);
+    stages = (char *const *)all;
+    stage_bytes = bytes;
+    now.windowed = 1;
+}
+
+/* The rank whose part of `base` (size parts of `part` bytes) holds addr, or -1 */
+static int owner_in(char *const *base, size_t part, uintptr_t a)
+{
+    for (int r = 0; base && r < size; r++)
+        if (a >= (uintptr_t)base[r] && a < (uintptr_t)base[r] + part)
             return r;
     return -1;
+}
+
+static int owner(uintptr_t a)
+{
+    return owner_in(slots, slot_bytes, a);
+}
+
+/* whether rank / comm rank r's core is on another NUMA node (*numa) / package (*socket) than
+ * this rank's: rank r on core r mod the cores */
+static void crossing(int r, int *numa, int *socket)
+{
+    int core_me = rank % cores, core_r = r % cores;
+    *numa = core_me / cores_numa != core_r / cores_numa;
+    *socket = core_me / cores_package != core_r / cores_package;
+}
+
+static uint64_t lines_of(uintptr_t a, size_t bytes)
+{
+    return (uint64_t)(((a + bytes - 1) >> 6) - (a >> 6) + 1);
+}
+
+/* A read of lines rank r wrote in a stage: every line, every time. Where `data`, the stage
+ * lines; else (a flag) the lines read. */
+static void count_stage_lines(int r, uintptr_t a, size_t bytes, int data)
+{
+    if (r == rank)
+        return;
+    int numa, socket;
+    crossing(r, &numa, &socket);
+    uint64_t n = lines_of(a, bytes);
+    if (data) {
+        now.c.stage += n;
+        now.c.stage_numa += numa ? n : 0;
+        now.c.stage_socket += socket ? n : 0;
+    } else {
+        now.c.read += n;
+        now.c.numa += numa ? n : 0;
+        now.c.socket += socket ? n : 0;
+    }
+}
+
+/* A read in the stage window, counted by the rank whose stage it is; 0 where a is not there */
+static int stage_read(uintptr_t a, size_t bytes, int data)
+{
+    int r = owner_in(stages, stage_bytes, a);
+    if (r < 0)
+        return 0;
+    count_stage_lines(r, a, bytes, data);
+    return 1;
+}
+
+void mpiopt_count_read_each(const void *addr, size_t bytes)
+{
+    if (now.active && bytes > 0)
+        stage_read((uintptr_t)addr, bytes, 1);
+}
+
+void mpiopt_count_read_written_by(const void *addr, size_t bytes, int writer)
+{
+    if (now.active && bytes > 0 && stages)
+        count_stage_lines(writer, (uintptr_t)addr, bytes, 1);
+}
+
+/* MPIOPT_COUNT_MESSAGE, through the engine's hook while a call is counted */
+static void count_message(int peer, size_t bytes)
+{
+    if (!now.active || peer == rank)
+        return;
+    if (!topology_read)
+        read_topology();
+    int numa, socket;
+    crossing(peer, &numa, &socket);
+    now.received = 1;
+    now.c.message += bytes;
+    now.c.message_numa += numa ? bytes : 0;
+    now.c.message_socket += socket ? bytes : 0;
 }
 
 /* whether `line` is new to this call (and now recorded) */
@@ -149,49 +262,74 @@ static int first_sight(uintptr_t line)
 
 void mpiopt_count_read(const void *addr, size_t bytes)
 {
-    if (!now.active || !slots || bytes == 0)
+    if (!now.active || bytes == 0)
         return;
     uintptr_t a = (uintptr_t)addr;
-    int r = owner(a);
+    if (stage_read(a, bytes, 0))    /* a stage's flag: every read (line_count.h) */
+        return;
+    int r = owner(a), numa, socket;
     if (r < 0 || r == rank)
         return;
-    int core_me = rank % cores, core_r = r % cores;
-    int numa = core_me / cores_numa != core_r / cores_numa;
-    int socket = core_me / cores_package != core_r / cores_package;
+    crossing(r, &numa, &socket);
     for (uintptr_t line = a & ~(uintptr_t)63; line < a + bytes; line += 64)
         if (first_sight(line)) {
-            now.read++;
-            now.numa += (uint64_t)numa;
-            now.socket += (uint64_t)socket;
+            now.c.read++;
+            now.c.numa += (uint64_t)numa;
+            now.c.socket += (uint64_t)socket;
         }
 }
 
 void mpiopt_count_flag_write(void)
 {
     if (now.active)
-        now.flags++;
+        now.c.flags++;
+}
+
+static void add(counts *sum, const counts *x)
+{
+    uint64_t *s = (uint64_t *)sum;
+    const uint64_t *v = (const uint64_t *)x;
+    for (size_t i = 0; i < sizeof *x / sizeof *v; i++)
+        s[i] += v[i];
 }
 
 void mpiopt_count_end(void)
 {
     if (!now.active)
         return;
-    now.active = 0;
-    if (!now.windowed)
-        return;     /* the call took another algorithm */
-    totals *t = &kinds[now.kind];
-    if (t->calls++ == 0) {
-        t->first_read = now.read;
-        t->first_flags = now.flags;
-        t->first_numa = now.numa;
-        t->first_socket = now.socket;
+    if (now.depth > 0) {
+        now.depth--;
+        return;
     }
-    t->read += now.read;
-    t->flags += now.flags;
-    t->numa += now.numa;
-    t->socket += now.socket;
-    if (now.read > t->read_max)
-        t->read_max = now.read;
+    now.active = 0;
+    mpiopt_count_message_hook = NULL;
+    if (!now.windowed && !now.received)
+        return;     /* the call took another way (the vendor's, or nothing to receive) */
+    totals *t = &kinds[now.kind];
+    if (t->calls++ == 0)
+        t->first = now.c;
+    add(&t->all, &now.c);
+    if (now.c.read > t->read_max)
+        t->read_max = now.c.read;
+}
+
+/* x's fields ("lines_read": ..., "message_socket_bytes": ...) into line at n; the new length */
+static int put_counts(char *line, int n, size_t room, const counts *x)
+{
+    if (n >= (int)room)
+        return n;
+    return n + snprintf(line + n, room - (size_t)n,
+                        "\"lines_read\": %llu, \"flag_lines_written\": %llu, "
+                        "\"numa_lines\": %llu, \"socket_lines\": %llu, \"stage_lines\": %llu, "
+                        "\"stage_numa_lines\": %llu, \"stage_socket_lines\": %llu, "
+                        "\"message_bytes\": %llu, \"message_numa_bytes\": %llu, "
+                        "\"message_socket_bytes\": %llu",
+                        (unsigned long long)x->read, (unsigned long long)x->flags,
+                        (unsigned long long)x->numa, (unsigned long long)x->socket,
+                        (unsigned long long)x->stage, (unsigned long long)x->stage_numa,
+                        (unsigned long long)x->stage_socket, (unsigned long long)x->message,
+                        (unsigned long long)x->message_numa,
+                        (unsigned long long)x->message_socket);
 }
 
 /* At exit: one JSON line of this rank's counts */
@@ -202,26 +340,24 @@ __attribute__((destructor)) static void write_counts(void)
         any |= kinds[k].calls > 0;
     if (!any)
         return;
-    char line[2048];
+    char line[4096];
     int n = snprintf(line, sizeof line,
                      "{\"rank\": %d, \"comm_rank\": %d, \"size\": %d, \"topology\": \"%s\", "
                      "\"cores\": %d, \"cores_per_numa\": %d, \"cores_per_package\": %d",
                      world_rank, last_rank, last_size, topology, cores, cores_numa, cores_package);
     for (int k = 0; k < MPIOPT_COUNT_KINDS && n < (int)sizeof line; k++) {
         const totals *t = &kinds[k];
-        if (t->calls)
-            n += snprintf(line + n, sizeof line - (size_t)n,
-                          ", \"%s\": {\"calls\": %llu, \"lines_read\": %llu, \"lines_read_max\": "
-                          "%llu, \"flag_lines_written\": %llu, \"numa_lines\": %llu, "
-                          "\"socket_lines\": %llu, \"first\": {\"lines_read\": %llu, "
-                          "\"flag_lines_written\": %llu, \"numa_lines\": %llu, "
-                          "\"socket_lines\": %llu}}",
-                          kind_name[k], (unsigned long long)t->calls, (unsigned long long)t->read,
-                          (unsigned long long)t->read_max, (unsigned long long)t->flags,
-                          (unsigned long long)t->numa, (unsigned long long)t->socket,
-                          (unsigned long long)t->first_read, (unsigned long long)t->first_flags,
-                          (unsigned long long)t->first_numa,
-                          (unsigned long long)t->first_socket);
+        if (!t->calls)
+            continue;
+        n += snprintf(line + n, sizeof line - (size_t)n,
+                      ", \"%s\": {\"calls\": %llu, \"lines_read_max\": %llu, ", kind_name[k],
+                      (unsigned long long)t->calls, (unsigned long long)t->read_max);
+        n = put_counts(line, n, sizeof line, &t->all);
+        if (n < (int)sizeof line)
+            n += snprintf(line + n, sizeof line - (size_t)n, ", \"first\": {");
+        n = put_counts(line, n, sizeof line, &t->first);
+        if (n < (int)sizeof line)
+            n += snprintf(line + n, sizeof line - (size_t)n, "}}");
     }
     if (n < (int)sizeof line - 2)
         n += snprintf(line + n, sizeof line - (size_t)n, "}\n");

@@ -57,6 +57,7 @@ static void share_of(size_t m, int r, int p, size_t *first, size_t *n)
 
 static void post(uint64_t *flag, uint64_t chunk)
 {
+    MPIOPT_COUNT_FLAG_WRITE();      /* every post is a stage's flag line (line_count.h) */
     __atomic_store_n(flag, chunk, __ATOMIC_RELEASE);
 }
 
@@ -257,6 +258,9 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
             inputs[me] = in == out ? mine + from * extent : mpiopt_at(c, in, at + from);
             inputs[1 - me] = theirs + from * extent;
             mpiopt_shm_wait(their_posted, 2 * chunk - 1 + (uint64_t)h);
+            /* the other rank wrote these lines, whichever rank's slot of the stage holds them
+             * (the turns): counted by their writer, not by where they are */
+            MPIOPT_COUNT_READ_WRITTEN_BY(inputs[1 - me], n * extent, 1 - me);
             if (rc == MPI_SUCCESS && n > 0)
                 rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at + from), n, NULL);
         }
@@ -268,6 +272,7 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
 int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                 size_t count)
 {
+    MPIOPT_COUNT_STAGES(w->all_stages, w->stages * sizeof(stage), c->size, c->rank);
     if (c->size == 2)
         return allreduce_pair(c, w, in, out, count);
     int grouped, grouped_rc = mpiopt_shm_grouped_allreduce(c, w, in, out, count, &grouped);
@@ -299,6 +304,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
             } else {
                 mpiopt_shm_wait(&w->all_stages[r][s].in_chunk, chunk);
                 inputs[r] = w->all_stages[r][s].in + first * extent;
+                MPIOPT_COUNT_READ_EACH(inputs[r], n * extent);  /* its copy of my share */
             }
         }
         if (rc == MPI_SUCCESS && n > 0)
@@ -312,6 +318,7 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
             share_of(m, r, p, &their_first, &their_n);
             if (k > 0)
                 mpiopt_shm_wait(&theirs->out_chunk, chunk);
+            MPIOPT_COUNT_READ_EACH(theirs->out, their_n * extent);  /* k = 0, its own: uncounted */
             copy_out(mpiopt_at(c, out, at + their_first), theirs->out, their_n * extent, stream);
         }
         post(&mine->done_chunk, chunk);
@@ -343,6 +350,7 @@ static uint64_t reduce_stages(const node_window *w, size_t count, size_t per_chu
 int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                              size_t count, int root)
 {
+    MPIOPT_COUNT_STAGES(w->all_stages, w->stages * sizeof(stage), c->size, c->rank);
     int p = c->size, me = c->rank, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = chunk_elements(count, extent);
     uint64_t stages = reduce_stages(w, count, per_chunk, extent);
@@ -374,6 +382,7 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
             if (r != me)
                 mpiopt_shm_wait(&w->all_stages[r][s].in_chunk, chunk);
             inputs[r] = r == me ? own : w->all_stages[r][s].in;
+            MPIOPT_COUNT_READ_EACH(inputs[r], m * extent);  /* its own: not counted */
         }
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, &f);
@@ -407,6 +416,7 @@ typedef struct {
     node_window *w;
     int stage;
     uint64_t chunk;
+    size_t bytes;       /* of the chunk: what the fold reads of it (the counting build) */
 } staged_piece;
 
 static const char *staged_input(const void *ctx, int r)
@@ -414,17 +424,19 @@ static const char *staged_input(const void *ctx, int r)
     const staged_piece *x = ctx;
     const stage *theirs = &x->w->all_stages[r][x->stage];
     mpiopt_shm_wait(&theirs->in_chunk, x->chunk);
+    MPIOPT_COUNT_READ_EACH(theirs->in, x->bytes);   /* the fold reads it whole, once */
     return theirs->in;
 }
 
 int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                            size_t count, int exclusive)
 {
+    MPIOPT_COUNT_STAGES(w->all_stages, w->stages * sizeof(stage), c->size, c->rank);
     int last = c->rank == c->size - 1, rc = MPI_SUCCESS;
     size_t extent = c->extent, per_chunk = chunk_elements(count, extent);
     for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
         size_t m = count - at < per_chunk ? count - at : per_chunk;
-        staged_piece piece = {w, (int)(j % w->stages), ++w->chunks};
+        staged_piece piece = {w, (int)(j % w->stages), ++w->chunks, m * extent};
         stage *mine = stage_for(c, w, piece.chunk, piece.stage);
         const char *own = mpiopt_at(c, in, at);
         if (!last) {    /* the last rank's input is nobody else's */
