@@ -317,7 +317,7 @@ static int exchange(const mpiopt_coll *c, void *buf, size_t count, int root, int
     if (mpiopt_shm_tree_takes(c, bytes, root))  /* p > 2, small: a tree of the node (tree.c) */
         return mpiopt_shm_tree_reduce(c, w, in, buf, count, root);
     if (root < 0 && bytes >= (c->size == 2 ? PAIR_STAGED_FROM_BYTES : STAGED_FROM_BYTES) &&
-        c->extent <= STAGE_BYTES) {
+        c->extent <= (c->size == 2 ? STAGE_BYTES : STAGE_MAX_EXTENT)) {
         int direct = mpiopt_shm_direct_pays(c, w, bytes);
         if (direct < 2 && mpiopt_node_window_stages(c, w))
             return mpiopt_shm_staged_allreduce(c, w, in, buf, count);

@@ -48,6 +48,17 @@ typedef struct {
  * in cache; at p = 2 only their inputs, staged.c), a reduce all of them, so that its other ranks
  * can hand over MiBs and leave. */
 #define STAGE_BYTES (64u << 10)
+/* A stage's `out` holds one rank's share of a chunk (p > 2: at most half of it, staged.c and
+ * staged_groups.c size their chunks so): half a stage less its five flag lines, so that a stage
+ * is 96 KiB, whole pages (a window's part is pages: no bytes the budget does not count), and
+ * four stages of a rank fit the stages' half of its share of the node's default budget at 64
+ * ranks (64 MiB / 64 / 2 = 512 KiB; with an `out` as large as `in` four stages took 513 KiB,
+ * and 64 ranks got none) */
+#define STAGE_FLAG_LINES 5
+#define STAGE_OUT_BYTES (STAGE_BYTES / 2 - STAGE_FLAG_LINES * 64)
+/* p > 2 allreduces take the stages for elements of up to this size (a share of a chunk of at
+ * least 3 elements fits `out`); larger ones the slots' pieces or another algorithm */
+#define STAGE_MAX_EXTENT (STAGE_OUT_BYTES / 4)
 #define ALLREDUCE_STAGES 4
 /* at p = 2 an allreduce's chunks of up to 16 KiB go round up to this many (staged.c) */
 #define PAIR_ALLREDUCE_STAGES 8
@@ -62,10 +73,13 @@ typedef struct {
                                          * first half of its input is in `in`, 2 * chunk both */
     _Alignas(64) uint64_t result_chunk; /* p > 2 allreduce by the node's groups
                                          * (staged_groups.c): the chunk whose share of the
-                                         * whole result is in `out`, after the group's partial */
+                                         * whole result is in `in`, where its own input's
+                                         * share would be (nobody reads that there) */
     _Alignas(64) char in[STAGE_BYTES];
-    _Alignas(64) char out[STAGE_BYTES];
+    _Alignas(64) char out[STAGE_OUT_BYTES];
 } stage;
+_Static_assert(sizeof(stage) == STAGE_FLAG_LINES * 64 + STAGE_BYTES + STAGE_OUT_BYTES &&
+               sizeof(stage) % 4096 == 0, "a stage is its flag lines and data, whole pages");
 
 /* shared_memory.c's allreduce pieces of this size and up are reduce-scattered where p > 2 (and
  * tree.c leaves them to it by default): below, the second round of cache-line handovers costs

@@ -11,8 +11,9 @@
  *   2. rank j of group b reduces share j (1/G of the chunk) of its group's G inputs into its
  *      stage's `out`: group b's partial of that share; posts it;
  *   3. it reduces share j of the S = p2 / G groups' partials (from rank j of every group: the
- *      only bytes that cross groups, n/G * (S - 1) a rank) into `out` after the partial: the
- *      share of the whole result; posts it (result_chunk). Every group computes every share of
+ *      only bytes that cross groups, n/G * (S - 1) a rank) into its stage's `in`, where share
+ *      j of its own input would be (step 1 left it out, and nobody reads it there): the share
+ *      of the whole result; posts it (result_chunk). Every group computes every share of
  *      the whole, S times in all, so that no result crosses a group again;
  *   4. every rank copies its group's G shares of the result into its output and posts that it
  *      is done with the chunk.
@@ -43,9 +44,6 @@
 #include "coll/engine/report.h"
 
 #ifndef SMPI_SAMPLE_FLOPS
-#ifndef MPIOPT_COUNT_READ_EACH
-#define MPIOPT_COUNT_READ_EACH(addr, bytes) ((void)0)
-#endif
 
 /* The virtual rank v's real rank: the lower of its pair where it is a folded one */
 static int real_rank(int v, int surplus)
@@ -130,10 +128,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
         w->stage_group = decide_group(c);
     int p = c->size, me = c->rank, p2 = mpiopt_pow2_floor(p, NULL);
     size_t extent = c->extent;
-    /* a chunk's `out` holds a share of the partial and, from the next whole line, one of the
-     * whole, each at most half the chunk and an element (G >= 2): chunks of two elements less
-     * than a stage's line-short */
-    if (w->stage_group < 2 || 3 * extent + 64 > STAGE_BYTES)
+    if (w->stage_group < 2)
         return MPI_SUCCESS;
     *done = 1;
     shape x = {.group = w->stage_group, .groups = p2 / w->stage_group, .surplus = p - p2};
@@ -141,14 +136,17 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
     x.works = !(me < 2 * x.surplus && me % 2);
     x.b = v / x.group;
     x.j = v % x.group;
-    size_t per_chunk = (STAGE_BYTES - 64) / extent - 2;
+    /* a share of the group's partial, at most a chunk's 1/G and an element, fits `out`: chunks of
+     * a stage, or fewer elements for large ones (extent <= STAGE_MAX_EXTENT: the caller's) */
+    size_t per_chunk = STAGE_BYTES / extent;
+    size_t most = (STAGE_OUT_BYTES / extent - 1) * (size_t)x.group;
+    per_chunk = per_chunk < most ? per_chunk : most;
     fold_space f;
     int rc = mpiopt_shm_make_fold(c, per_chunk / (size_t)x.group + 1, &f);
     const char **inputs = f.inputs;
 
     for (size_t at = 0, k = 0; at < count; at += per_chunk, k++) {
         size_t m = count - at < per_chunk ? count - at : per_chunk, first, n;
-        size_t result_at = ((m / (size_t)x.group + 1) * extent + 63) & ~(size_t)63;
         uint64_t chunk = ++w->chunks;
         int s = (int)(k % ALLREDUCE_STAGES);
         stage *mine = stage_for(c, w, &x, chunk, s);
@@ -196,7 +194,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
             if (rc == MPI_SUCCESS && n > 0 && f.value)
                 rc = mpiopt_shm_bracket(c, f.value, x.groups, n, &whole);
             if (rc == MPI_SUCCESS && n > 0 && whole)
-                memcpy(mine->out + result_at, whole, n * extent);
+                memcpy(mine->in + first * extent, whole, n * extent);
             post(&mine->result_chunk, chunk);
         }
 
@@ -204,7 +202,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
             int jj = (x.j + i) % x.group, r = real_rank(x.b * x.group + jj, x.surplus);
             size_t their_first, their_n;
             share_of(m, jj, x.group, &their_first, &their_n);
-            const char *result = w->all_stages[r][s].out + result_at;
+            const char *result = w->all_stages[r][s].in + their_first * extent;
             if (r != me) {
                 mpiopt_shm_wait(&w->all_stages[r][s].result_chunk, chunk);
                 MPIOPT_COUNT_READ_EACH(result, their_n * extent);
