@@ -61,7 +61,10 @@ from mpiopt import jobs, mpi  # noqa: E402
 
 PROGRAM = "test-plain_line_counts"
 PATHS = {"flat": "0", "tree": "1"}
-ALGORITHMS = ("shared_memory", "ring", "rabenseifner", "recursive_doubling")
+ALGORITHMS = ("shared_memory", "shared_memory_flat", "ring", "rabenseifner", "recursive_doubling")
+# shared_memory_flat: shared_memory with the flat stages (MPIOPT_SHM_GROUPS=0), every rank
+# reading every other's share, against the stages by the node's groups (staged_groups.c)
+FORCED = {"shared_memory_flat": ("shared_memory", {"MPIOPT_SHM_GROUPS": "0"})}
 
 
 def build_dir(flavour: str = "openmpi") -> Path:
@@ -171,8 +174,9 @@ def large_summary(ranks: list[dict], kind: str = "allreduce") -> dict:
 
 def stage_budget(p: int) -> str:
     """MPIOPT_SHM_NODE_BYTES that gives p ranks their stages: each rank's share of the node's
-    budget is budget / p, and its stages (at least 4 of 128 KiB and 4 flag lines,
-    node_window.c's MIN_STAGES) may take half of it; the library's 64 MiB where that is more."""
+    budget is budget / p, and its stages (at least 4 of 96 KiB, node_window.c's MIN_STAGES, with
+    a window's pages around them) may take half of it; the library's 64 MiB where that is more
+    (it affords them up to 64 ranks)."""
     return str(max(64 << 20, p * (2 << 20)))
 
 
@@ -276,18 +280,19 @@ def main(argv=None) -> int:
                 for alg in algorithms:
                     # single copy off: the stages are what shared_memory's large calls are
                     # counted through (single_copy.c's reads are system calls, uncounted)
-                    env = {"HWLOC_SYNTHETIC": node}
-                    if alg == "shared_memory":
+                    forced, extra = FORCED.get(alg, (alg, {}))
+                    env = {"HWLOC_SYNTHETIC": node, **extra}
+                    if forced == "shared_memory":
                         env["MPIOPT_SHM_SINGLE_COPY"] = "0"
                         if not a.default_budget:
                             env["MPIOPT_SHM_NODE_BYTES"] = stage_budget(p)
                     start = time.monotonic()
                     ranks = run(p, nbytes, "default", a.calls, a.flavour, a.reduce, out,
-                                env=env, algorithm=alg)
+                                env=env, algorithm=forced)
                     seconds = time.monotonic() - start
                     row = {"p": p, "bytes": nbytes, "algorithm": alg, "topology": node,
                            "seconds": round(seconds, 1), **large_summary(ranks, kind)}
-                    if alg == "shared_memory":
+                    if forced == "shared_memory":
                         row["through"] = through(row)
                     rows.append(row)
                     if not a.json:

@@ -13,7 +13,9 @@ the report must show the benchmark's entry point (MPI_Allreduce, ...) taken by m
 algorithms, or nothing is reported for that pair. The vendor runs get no LD_PRELOAD at all.
 
 Printed per MPI and benchmark: the vendor ÷ drop-in ratio of the median latencies (OSU's
-"Avg Latency(us)") over the N repetitions, per size; its minimum (and at which size) and its
+"Avg Latency(us)") over the N repetitions, per size, and the paired ratio (the median of each
+repetition's own vendor ÷ drop-in: its two runs ran back to back, so a stretch in which the
+machine runs slow, which this 2-core VM has for seconds at a time, moves both); its minimum (and at which size) and its
 median over the sizes; and each side's spread per size (max ÷ min over the repetitions). Only
 sizes that every repetition of both sides printed are used. Raw outputs, the commands and the
 environment each run got are kept in the results directory (summary.json there too).
@@ -114,10 +116,20 @@ def compare(vendor_runs: list[dict[int, float]], dropin_runs: list[dict[int, flo
                      "ratio": vm / dm if dm > 0 else None,
                      "vendor_spread": spread(v), "dropin_spread": spread(d),
                      "vendor_runs_us": v, "dropin_runs_us": d})
+        # paired: each repetition's two runs ran back to back, so a stretch of seconds in which
+        # the machine runs slow (this VM has them: both sides of a pair land in it, or neither)
+        # moves both; the median of the repetitions' own ratios is steadier than the ratio of
+        # the medians, which pairs a fast run of one side with a slow one of the other
+        pairs = [a / b for a, b in zip(v, d) if b > 0]
+        rows[-1]["paired_ratio"] = statistics.median(pairs) if pairs else None
     ratios = [(r["ratio"], r["bytes"]) for r in rows if r["ratio"] is not None]
     low = min(ratios) if ratios else (None, None)
+    paired = [(r["paired_ratio"], r["bytes"]) for r in rows if r["paired_ratio"] is not None]
+    low_paired = min(paired) if paired else (None, None)
     return {"sizes": rows, "min_ratio": low[0], "min_ratio_bytes": low[1],
             "median_ratio": statistics.median(r for r, _ in ratios) if ratios else None,
+            "paired_min_ratio": low_paired[0], "paired_min_ratio_bytes": low_paired[1],
+            "paired_median_ratio": statistics.median(r for r, _ in paired) if paired else None,
             "repetitions": len(vendor_runs)}
 
 
@@ -271,23 +283,28 @@ def print_tables(doc: dict) -> None:
             continue
         c = pair["comparison"]
         t = Table(title=head, title_justify="left")
-        for col in ("size", "vendor (us)", "drop-in (us)", "vendor/drop-in", "vendor spread",
-                    "drop-in spread"):
+        for col in ("size", "vendor (us)", "drop-in (us)", "vendor/drop-in", "paired",
+                    "vendor spread", "drop-in spread"):
             t.add_column(col, justify="right")
         for r in c["sizes"]:
-            ratio = fmt(r["ratio"])
+            ratio, paired = fmt(r["ratio"]), fmt(r["paired_ratio"])
             if r["ratio"] is not None and r["ratio"] < 0.95:
                 ratio = f"[red]{ratio}[/red]"
+            if r["paired_ratio"] is not None and r["paired_ratio"] < 0.95:
+                paired = f"[red]{paired}[/red]"
             t.add_row(size_label(r["bytes"]), fmt(r["vendor_us"]), fmt(r["dropin_us"]), ratio,
-                      fmt(r["vendor_spread"]), fmt(r["dropin_spread"]))
+                      paired, fmt(r["vendor_spread"]), fmt(r["dropin_spread"]))
         console.print(t)
         console.print(f"  drop-in check: {pair['verified']}")
         if c["min_ratio"] is not None:
             console.print(f"  vendor/drop-in: min {c['min_ratio']:.2f} "
                           f"({size_label(c['min_ratio_bytes'])}), median {c['median_ratio']:.2f} "
-                          f"over {len(c['sizes'])} sizes")
-    t = Table(title=f"vendor ÷ drop-in, medians of {doc['repetitions']} repetition(s): "
-                    f"min (at size) / median over sizes · {where}", title_justify="left")
+                          f"over {len(c['sizes'])} sizes; paired: min "
+                          f"{c['paired_min_ratio']:.2f} ({size_label(c['paired_min_ratio_bytes'])})"
+                          f", median {c['paired_median_ratio']:.2f}")
+    t = Table(title=f"vendor ÷ drop-in over {doc['repetitions']} repetition(s), of the medians "
+                    f"| paired (each repetition's ratio, their median): min (at size) / median "
+                    f"over sizes · {where}", title_justify="left")
     t.add_column("MPI")
     benches = doc["benchmarks"]
     for b in benches:
@@ -301,7 +318,9 @@ def print_tables(doc: dict) -> None:
                 cells.append("[red]not measured[/red]")
             else:
                 cells.append(f"{c['min_ratio']:.2f} ({size_label(c['min_ratio_bytes'])}) / "
-                             f"{c['median_ratio']:.2f}")
+                             f"{c['median_ratio']:.2f} | {c['paired_min_ratio']:.2f} "
+                             f"({size_label(c['paired_min_ratio_bytes'])}) / "
+                             f"{c['paired_median_ratio']:.2f}")
         label = next(p["label"] for p in doc["pairs"] if p["mpi"] == name) or name
         t.add_row(label, *cells)
     console.print(t)
@@ -443,7 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     doc = {"tool": "bench/osu_compare.py", "date": stamp, "np": a.np, "cores": cores,
            "oversubscribed": a.np > cores, "repetitions": a.repeat, "osu_args": a.osu_args,
            "benchmarks": benches, "statistic": "OSU Avg Latency(us); per size the median over "
-           "the repetitions of each side, ratio = vendor median / drop-in median",
+           "the repetitions of each side, ratio = vendor median / drop-in median; "
+           "paired_ratio = the median over the repetitions of vendor / drop-in of the same "
+           "repetition (run back to back)",
            "order": "per repetition every MPI and benchmark; vendor first in odd repetitions, "
                     "drop-in first in even ones",
            "binding": "the launchers' defaults (no binding option given)",

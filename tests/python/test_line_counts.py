@@ -257,3 +257,37 @@ def test_flat_stages_read_each_share_of_every_chunk(counting_build):
         assert every_call(k, "message_bytes") == 0, r
         assert every_call(k, "flag_lines_written") == 3 * len(chunks), r
         assert every_call(k, "lines_read") == 3 * (p - 1) * len(chunks), r
+
+
+STAGE_OUT_BYTES = STAGE_BYTES // 2 - 5 * 64    # node_window.h: a share of a chunk, half a stage
+
+
+def test_grouped_stages_cross_the_sockets_only_with_the_partials(counting_build):
+    """staged_groups.c at p = 4 on packages of 2 (groups of 2, 2 groups), each chunk (8110
+    doubles: a share of the group's partial, half a chunk and an element, fits `out`): rank j of
+    group b reads share j of its group partner's input, then share j of its counterpart's
+    partial in the other package (the only lines crossing the sockets), then its partner's share
+    of the whole (in its partner's `in`, where the partner's own input share would be)."""
+    p, group = 4, 2
+    per_chunk = min(STAGE_BYTES // DOUBLE, (STAGE_OUT_BYTES // DOUBLE - 1) * group)
+    count = LARGE_BYTES // DOUBLE
+    chunks = [min(per_chunk, count - at) for at in range(0, count, per_chunk)]
+    env = {"HWLOC_SYNTHETIC": LARGE_NODE, "MPIOPT_SHM_SINGLE_COPY": "0", "MPIOPT_VERBOSE": "1"}
+    err: list[str] = []
+    ranks = line_counts.run(p, LARGE_BYTES, "default", LARGE_CALLS, out=counting_build, env=env,
+                            algorithm="shared_memory", stderr=err)
+    assert "shared_memory stages on 4 ranks: groups of 2, 2 groups" in "".join(err), err
+    for r in ranks:
+        me, k = r["comm_rank"], r["allreduce"]
+        j = me % group
+        same = other = 0
+        for m in chunks:
+            first, n = share_of(m, j, group)
+            partner_first, partner_n = share_of(m, 1 - j, group)
+            same += lines(first * DOUBLE, (first + n) * DOUBLE)                     # reduce
+            other += lines(0, n * DOUBLE)                                           # partials
+            same += lines(partner_first * DOUBLE, (partner_first + partner_n) * DOUBLE)  # gather
+        assert (every_call(k, "stage_lines"), every_call(k, "stage_socket_lines")) == \
+            (same + other, other), (me, r)
+        assert every_call(k, "message_bytes") == 0, r
+        assert every_call(k, "flag_lines_written") == 4 * len(chunks), r

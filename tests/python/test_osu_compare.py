@@ -131,6 +131,19 @@ def test_median_of_odd_count_is_the_middle_run():
     assert c["sizes"][0]["vendor_spread"] == 5.0
 
 
+def test_paired_ratio_follows_each_repetition():
+    """A slow stretch of the machine that hits a repetition's two runs alike moves the ratio of
+    the medians (a fast vendor run against a slow drop-in one) but not the paired ratio, the
+    median of each repetition's own vendor / drop-in."""
+    vendor = [{8: 1.0}, {8: 1.0}, {8: 10.0}, {8: 10.0}, {8: 1.0}]
+    dropin = [{8: 0.5}, {8: 5.0}, {8: 5.0}, {8: 5.0}, {8: 0.5}]
+    c = osu_compare.compare(vendor, dropin)
+    assert c["sizes"][0]["ratio"] == pytest.approx(1.0 / 5.0)
+    assert c["sizes"][0]["paired_ratio"] == pytest.approx(2.0)     # 2, 0.2, 2, 2, 2
+    assert (c["paired_min_ratio"], c["paired_min_ratio_bytes"]) == (pytest.approx(2.0), 8)
+    assert c["paired_median_ratio"] == pytest.approx(2.0)
+
+
 def test_no_figures_from_a_run_without_a_table():
     p = osu_compare.parse_osu
     with pytest.raises(ValueError):
