@@ -18,8 +18,9 @@
  * stages at 1.16x (p = 8) and 1.25x (p = 64) Rabenseifner's speed at 1 MiB, 1.35x at 64 KiB and
  * p = 8. Not measured above p = 2 (this machine has 2 cores; p = 2 takes its own path, the
  * pair's, and measured 1.0-1.2x Rabenseifner's speed at 64 KiB-4 MiB, select.c). What it leaves
- * out: the sockets. On 2 sockets the groups keep the bytes crossing them at 2n a call, where
- * Rabenseifner's first halving step sends p n / 2 across (docs/shared_memory_lines.md).
+ * out: the sockets. Counted on a described 2-socket node (docs/shared_memory_lines.md, "Large
+ * messages"), the groups' stages move 2n a call across the sockets, as Rabenseifner does (its
+ * far step is its last, n/p a rank), and the ring about 4n; the flat stages p n.
  *
  * Not priced: calls below the stages (the window's small paths and the tree: a cache line is
  * not a message; `auto` takes them from the measured rows, select.c, or a tuning file, and
