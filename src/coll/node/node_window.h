@@ -273,6 +273,18 @@ static inline void mpiopt_shm_copy(void *dst, const void *src, size_t n)
 int mpiopt_shm_reduce_inputs(const mpiopt_coll *c, const char *const *in, void *buf, size_t count,
                              const fold_space *f);
 
+/* Elements [first, first + n) of a chunk of m elements: share r of p (staged.c, staged_groups.c) */
+static inline void mpiopt_shm_share_of(size_t m, int r, int p, size_t *first, size_t *n)
+{
+    *first = m * (size_t)r / (size_t)p;
+    *n = m * (size_t)(r + 1) / (size_t)p - *first;
+}
+/* Posts a stage's flag: the chunk it now says (staged.c, staged_groups.c) */
+static inline void mpiopt_shm_post_chunk(uint64_t *flag, uint64_t chunk)
+{
+    MPIOPT_COUNT_FLAG_WRITE();      /* every post is a stage's flag line (line_count.h) */
+    __atomic_store_n(flag, chunk, __ATOMIC_RELEASE);
+}
 /* staged.c's pieces for staged_groups.c: a stage to write for `chunk` once every other rank is
  * done with what it carried before, and the room to reduce inputs (free_fold gives it back) */
 stage *mpiopt_shm_stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s);

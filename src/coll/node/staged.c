@@ -48,18 +48,7 @@
 
 #ifndef SMPI_SAMPLE_FLOPS
 
-/* Elements [first, first + n) of a chunk of m: rank r's share. */
-static void share_of(size_t m, int r, int p, size_t *first, size_t *n)
-{
-    *first = m * (size_t)r / (size_t)p;
-    *n = m * (size_t)(r + 1) / (size_t)p - *first;
-}
 
-static void post(uint64_t *flag, uint64_t chunk)
-{
-    MPIOPT_COUNT_FLAG_WRITE();      /* every post is a stage's flag line (line_count.h) */
-    __atomic_store_n(flag, chunk, __ATOMIC_RELEASE);
-}
 
 /* Results of calls this large are written past the caches (non-temporal stores): the output
  * would not stay in cache anyway, and a store that misses first reads the line it overwrites.
@@ -97,7 +86,7 @@ static void copy_out(void *dst, const void *src, size_t n, int stream)
 /* Waits until this rank may write stage s for `chunk`: every other rank is done with the chunk
  * the stage carried before (chunks are numbered alike on every rank: every rank makes the same
  * calls). */
-static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s)
+stage *mpiopt_shm_stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s)
 {
     for (int r = 0; r < c->size; r++)
         if (r != c->rank)
@@ -108,7 +97,7 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, in
 }
 
 /* Room to reduce the p inputs of up to `elements` elements at a time (node_window.h) */
-static int make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
+int mpiopt_shm_make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
 {
     int levels, p2 = mpiopt_pow2_floor(c->size, &levels);
     f->inputs = malloc(sizeof *f->inputs * (size_t)c->size);
@@ -122,7 +111,7 @@ static int make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
                                                                    : MPI_SUCCESS;
 }
 
-static void free_fold(fold_space *f)
+void mpiopt_shm_free_fold(fold_space *f)
 {
     free(f->value);
     mpiopt_scratch_free(f->scratch);
@@ -237,7 +226,7 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
         if (w->pair_turn[s] & (PAIR_TURN_AFTER_OTHER | PAIR_TURN_IN_PLACE)) {
             /* another way used it, or the other rank read its own copy there (in place): wait
              * until it is done */
-            stage_for(c, w, chunk, s);
+            mpiopt_shm_stage_for(c, w, chunk, s);
             w->pair_turn[s] &= PAIR_TURN_OTHERS_SLOT;
         }
         int turn = w->pair_turn[s];
@@ -249,9 +238,9 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
         const uint64_t *their_posted = &w->all_stages[1 - me][s].in_half;
         size_t first = first_half(m, extent);
         memcpy(mine, mpiopt_at(c, in, at), first * extent);
-        post(posted, 2 * chunk - 1);
+        mpiopt_shm_post_chunk(posted, 2 * chunk - 1);
         memcpy(mine + first * extent, mpiopt_at(c, in, at + first), (m - first) * extent);
-        post(posted, 2 * chunk);
+        mpiopt_shm_post_chunk(posted, 2 * chunk);
         for (int h = 0; h < 2; h++) {
             size_t from = h ? first : 0, n = h ? m - first : first;
             const char *inputs[2];
@@ -264,7 +253,8 @@ static int allreduce_pair(const mpiopt_coll *c, node_window *w, const void *in, 
             if (rc == MPI_SUCCESS && n > 0)
                 rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at + from), n, NULL);
         }
-        post(&w->my_stages[s].done_chunk, chunk);   /* for another way's next use (stage_for) */
+        /* for another way's next use (mpiopt_shm_stage_for) */
+        mpiopt_shm_post_chunk(&w->my_stages[s].done_chunk, chunk);
     }
     return rc;
 }
@@ -282,7 +272,8 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
     size_t extent = c->extent, per_chunk = STAGE_BYTES / extent;   /* >= 1: the caller's check */
     fold_space f;
     /* without it this rank still takes every step, so the others finish */
-    rc = make_fold(c, (per_chunk + (size_t)p - 1) / (size_t)p, &f);    /* the largest share */
+    /* room for the largest share */
+    rc = mpiopt_shm_make_fold(c, (per_chunk + (size_t)p - 1) / (size_t)p, &f);
     const char **inputs = f.inputs;
     int stream = count * extent >= STREAM_FROM_BYTES, stages = ALLREDUCE_STAGES;
 
@@ -290,13 +281,13 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
         size_t m = count - at < per_chunk ? count - at : per_chunk, first, n;
         uint64_t chunk = ++w->chunks;
         int s = (int)(j % (size_t)stages);
-        stage *mine = stage_for(c, w, chunk, s);
+        stage *mine = mpiopt_shm_stage_for(c, w, chunk, s);
 
-        share_of(m, me, p, &first, &n);
+        mpiopt_shm_share_of(m, me, p, &first, &n);
         mpiopt_shm_copy(mine->in, mpiopt_at(c, in, at), first * extent);
         mpiopt_shm_copy(mine->in + (first + n) * extent, mpiopt_at(c, in, at + first + n),
                         (m - first - n) * extent);
-        post(&mine->in_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->in_chunk, chunk);
 
         for (int r = 0; inputs && r < p; r++) {
             if (r == me) {
@@ -309,25 +300,25 @@ int mpiopt_shm_staged_allreduce(const mpiopt_coll *c, node_window *w, const void
         }
         if (rc == MPI_SUCCESS && n > 0)
             rc = mpiopt_shm_reduce_inputs(c, inputs, mine->out, n, &f);
-        post(&mine->out_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->out_chunk, chunk);
 
         for (int k = 0; k < p; k++) {
             int r = (me + k) % p;
             const stage *theirs = &w->all_stages[r][s];
             size_t their_first, their_n;
-            share_of(m, r, p, &their_first, &their_n);
+            mpiopt_shm_share_of(m, r, p, &their_first, &their_n);
             if (k > 0)
                 mpiopt_shm_wait(&theirs->out_chunk, chunk);
             MPIOPT_COUNT_READ_EACH(theirs->out, their_n * extent);  /* k = 0, its own: uncounted */
             copy_out(mpiopt_at(c, out, at + their_first), theirs->out, their_n * extent, stream);
         }
-        post(&mine->done_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->done_chunk, chunk);
     }
 #if defined(__x86_64__)
     if (stream)
         _mm_sfence();   /* the streamed stores are seen before anything after the call */
 #endif
-    free_fold(&f);
+    mpiopt_shm_free_fold(&f);
     return rc;
 }
 
@@ -358,21 +349,22 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
         for (size_t at = 0; at < count; at += per_chunk) {
             size_t m = count - at < per_chunk ? count - at : per_chunk;
             uint64_t chunk = ++w->chunks;
-            stage *mine = stage_for(c, w, chunk, (int)(chunk % stages));
+            stage *mine = mpiopt_shm_stage_for(c, w, chunk, (int)(chunk % stages));
             mpiopt_shm_copy(mine->in, mpiopt_at(c, in, at), m * extent);
-            post(&mine->in_chunk, chunk);
-            post(&mine->done_chunk, chunk);     /* it reads no other rank's stage */
+            mpiopt_shm_post_chunk(&mine->in_chunk, chunk);
+            /* it reads no other rank's stage */
+            mpiopt_shm_post_chunk(&mine->done_chunk, chunk);
         }
         return MPI_SUCCESS;
     }
     fold_space f;
-    rc = make_fold(c, per_chunk, &f);
+    rc = mpiopt_shm_make_fold(c, per_chunk, &f);
     const char **inputs = f.inputs;
     for (size_t at = 0; at < count; at += per_chunk) {
         size_t m = count - at < per_chunk ? count - at : per_chunk;
         uint64_t chunk = ++w->chunks;
         int s = (int)(chunk % stages);
-        stage *mine = stage_for(c, w, chunk, s);
+        stage *mine = mpiopt_shm_stage_for(c, w, chunk, s);
         const char *own = mpiopt_at(c, in, at);
         if (in == out) {    /* a user op may write its output before it has read both inputs */
             memcpy(mine->in, own, m * extent);
@@ -386,9 +378,9 @@ int mpiopt_shm_staged_reduce(const mpiopt_coll *c, node_window *w, const void *i
         }
         if (rc == MPI_SUCCESS)
             rc = mpiopt_shm_reduce_inputs(c, inputs, mpiopt_at(c, out, at), m, &f);
-        post(&mine->done_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->done_chunk, chunk);
     }
-    free_fold(&f);
+    mpiopt_shm_free_fold(&f);
     return rc;
 }
 
@@ -437,33 +429,19 @@ int mpiopt_shm_staged_scan(const mpiopt_coll *c, node_window *w, const void *in,
     for (size_t at = 0, j = 0; at < count; at += per_chunk, j++) {
         size_t m = count - at < per_chunk ? count - at : per_chunk;
         staged_piece piece = {w, (int)(j % w->stages), ++w->chunks, m * extent};
-        stage *mine = stage_for(c, w, piece.chunk, piece.stage);
+        stage *mine = mpiopt_shm_stage_for(c, w, piece.chunk, piece.stage);
         const char *own = mpiopt_at(c, in, at);
         if (!last) {    /* the last rank's input is nobody else's */
             mpiopt_shm_copy(mine->in, own, m * extent);
-            post(&mine->in_chunk, piece.chunk);
+            mpiopt_shm_post_chunk(&mine->in_chunk, piece.chunk);
         }
         int chunk_rc = mpiopt_shm_scan_fold(c, staged_input, &piece, own, mpiopt_at(c, out, at),
                                             m, exclusive);
         if (rc == MPI_SUCCESS)
             rc = chunk_rc;
-        post(&mine->done_chunk, piece.chunk);
+        mpiopt_shm_post_chunk(&mine->done_chunk, piece.chunk);
     }
     return rc;
 }
 
-stage *mpiopt_shm_stage_for(const mpiopt_coll *c, node_window *w, uint64_t chunk, int s)
-{
-    return stage_for(c, w, chunk, s);
-}
-
-int mpiopt_shm_make_fold(const mpiopt_coll *c, size_t elements, fold_space *f)
-{
-    return make_fold(c, elements, f);
-}
-
-void mpiopt_shm_free_fold(fold_space *f)
-{
-    free_fold(f);
-}
 #endif

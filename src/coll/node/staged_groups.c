@@ -107,18 +107,7 @@ static stage *stage_for(const mpiopt_coll *c, node_window *w, const shape *x, ui
     return &w->my_stages[s];
 }
 
-static void post(uint64_t *flag, uint64_t chunk)
-{
-    __atomic_store_n(flag, chunk, __ATOMIC_RELEASE);
-    MPIOPT_COUNT_FLAG_WRITE();
-}
 
-/* Elements [first, first + n) of a chunk of m: share j of G */
-static void share_of(size_t m, int j, int group, size_t *first, size_t *n)
-{
-    *first = m * (size_t)j / (size_t)group;
-    *n = m * (size_t)(j + 1) / (size_t)group - *first;
-}
 
 int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const void *in, void *out,
                                  size_t count, int *done)
@@ -152,7 +141,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
         stage *mine = stage_for(c, w, &x, chunk, s);
         const char *own = mpiopt_at(c, in, at);
 
-        share_of(m, x.j, x.group, &first, &n);
+        mpiopt_shm_share_of(m, x.j, x.group, &first, &n);
         if (x.works) {
             mpiopt_shm_copy(mine->in, own, first * extent);
             mpiopt_shm_copy(mine->in + (first + n) * extent, own + (first + n) * extent,
@@ -160,7 +149,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
         } else {
             mpiopt_shm_copy(mine->in, own, m * extent);
         }
-        post(&mine->in_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->in_chunk, chunk);
 
         if (x.works) {
             for (int u = x.b * x.group; inputs && u < (x.b + 1) * x.group; u++)
@@ -177,7 +166,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
             if (rc == MPI_SUCCESS && n > 0)
                 rc = mpiopt_shm_reduce_virtual(c, inputs, x.b * x.group, x.group, mine->out, n,
                                                &f);
-            post(&mine->out_chunk, chunk);
+            mpiopt_shm_post_chunk(&mine->out_chunk, chunk);
 
             char *whole = NULL;
             for (int b = 0; b < x.groups; b++) {
@@ -195,13 +184,13 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
                 rc = mpiopt_shm_bracket(c, f.value, x.groups, n, &whole);
             if (rc == MPI_SUCCESS && n > 0 && whole)
                 memcpy(mine->in + first * extent, whole, n * extent);
-            post(&mine->result_chunk, chunk);
+            mpiopt_shm_post_chunk(&mine->result_chunk, chunk);
         }
 
         for (int i = 0; i < x.group; i++) {
             int jj = (x.j + i) % x.group, r = real_rank(x.b * x.group + jj, x.surplus);
             size_t their_first, their_n;
-            share_of(m, jj, x.group, &their_first, &their_n);
+            mpiopt_shm_share_of(m, jj, x.group, &their_first, &their_n);
             const char *result = w->all_stages[r][s].in + their_first * extent;
             if (r != me) {
                 mpiopt_shm_wait(&w->all_stages[r][s].result_chunk, chunk);
@@ -209,7 +198,7 @@ int mpiopt_shm_grouped_allreduce(const mpiopt_coll *c, node_window *w, const voi
             }
             mpiopt_shm_copy(mpiopt_at(c, out, at + their_first), result, their_n * extent);
         }
-        post(&mine->done_chunk, chunk);
+        mpiopt_shm_post_chunk(&mine->done_chunk, chunk);
     }
     mpiopt_shm_free_fold(&f);
     return rc;
